@@ -1,0 +1,15 @@
+LINT_PATHS = sb3_maxdiff/ tests/ examples/
+
+pytest:
+	python -m pytest -n 2 tests
+
+lint:
+	ruff check $(LINT_PATHS)
+
+format:
+	ruff format $(LINT_PATHS)
+
+demo:
+	python examples/demo_point_mass.py
+
+.PHONY: pytest lint format demo

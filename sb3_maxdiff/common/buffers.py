@@ -1,0 +1,100 @@
+"""Replay buffer that also stores the action executed at the next state (SPEC section 1)."""
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.vec_env import VecNormalize
+
+
+class NextActionReplayBufferSamples(NamedTuple):
+    observations: th.Tensor
+    actions: th.Tensor
+    next_observations: th.Tensor
+    next_actions: th.Tensor
+    rewards: th.Tensor
+    bootstrap_masks: th.Tensor
+
+
+class NextActionReplayBuffer(ReplayBuffer):
+    """
+    SB3 replay buffer with ``a'``, the action actually executed at ``s'``, for the TD-like reward
+    loss ``r + 0.95 * r_hat(s', a')``. The next action of a transition is known one step later,
+    so the newest row is never sampled. Sampling is O(batch_size), whatever the fill.
+
+    ``bootstrap_masks`` is 0 where ``a'`` does not follow ``s'`` in the same episode: after a
+    termination or a truncation (the next action is taken from a reset state), and after
+    :meth:`interrupt` (the environment was reset between two ``learn`` calls).
+    """
+
+    next_actions: np.ndarray
+    bootstrap_masks: np.ndarray
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+    ):
+        if optimize_memory_usage:
+            raise ValueError("optimize_memory_usage=True is not supported by NextActionReplayBuffer; use False")
+        super().__init__(buffer_size, observation_space, action_space, device, n_envs, False, handle_timeout_termination)
+        self.next_actions = np.zeros_like(self.actions)
+        self.bootstrap_masks = np.zeros((self.buffer_size, self.n_envs), dtype=np.float32)
+
+    @property
+    def _newest(self) -> int:
+        return (self.pos - 1) % self.buffer_size
+
+    def add(
+        self,
+        obs: np.ndarray,
+        next_obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        done: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        if self.pos > 0 or self.full:
+            # `action` is executed at the previous transition's next state
+            self.next_actions[self._newest] = np.asarray(action).reshape(self.n_envs, self.action_dim)
+        self.bootstrap_masks[self.pos] = 1.0 - np.asarray(done, dtype=np.float32)
+        super().add(obs, next_obs, action, reward, done, infos)
+
+    def interrupt(self) -> None:
+        """Mark the newest transitions as having no known next action (the episode was cut)."""
+        if self.pos > 0 or self.full:
+            self.bootstrap_masks[self._newest] = 0.0
+
+    def size(self) -> int:
+        """Number of rows that can be sampled (the newest row waits for its next action)."""
+        return max(super().size() - 1, 0)
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> NextActionReplayBufferSamples:  # type: ignore[override]
+        n_ready = self.size()
+        if n_ready < 1:
+            raise RuntimeError("The replay buffer needs at least two transitions before it can be sampled")
+        offsets = np.random.randint(0, n_ready, size=batch_size)
+        # oldest row is `pos` when full, 0 otherwise; the newest row (pos - 1) is excluded
+        batch_inds = (offsets + self.pos) % self.buffer_size if self.full else offsets
+        return self._get_samples(batch_inds, env=env)
+
+    def _get_samples(  # type: ignore[override]
+        self, batch_inds: np.ndarray, env: VecNormalize | None = None
+    ) -> NextActionReplayBufferSamples:
+        env_inds = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
+        data = (
+            self._normalize_obs(self.observations[batch_inds, env_inds, :], env),
+            self.actions[batch_inds, env_inds, :],
+            self._normalize_obs(self.next_observations[batch_inds, env_inds, :], env),
+            self.next_actions[batch_inds, env_inds, :],
+            self._normalize_reward(self.rewards[batch_inds, env_inds].reshape(-1, 1), env),
+            self.bootstrap_masks[batch_inds, env_inds].reshape(-1, 1),
+        )
+        return NextActionReplayBufferSamples(*(self.to_torch(np.asarray(x, dtype=np.float32)) for x in data))

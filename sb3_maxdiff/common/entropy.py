@@ -1,0 +1,180 @@
+"""
+The MaxDiff path-entropy term (Berrueta, Pinosky and Murphey, Supplementary Note
+"Simplified synthesis via local entropy maximization").
+
+MaxDiff RL maximises ``E[sum_t r(x_t, u_t) + alpha / 2 * log det C[x_t]]``. Given a path of
+states ``X`` (T x d), ``C`` is estimated as the covariance of the (weighted) states over time,
+and the entropy of the path is ``S = 1/2 log det C``. The same function serves the MPPI
+planner (predicted paths, one per sample) and the model-free reward wrapper (the agent's own
+trailing window of states).
+"""
+
+from dataclasses import dataclass
+
+import torch as th
+
+ENTROPY_METHODS = ("logdet", "top_eigs", "log_trace")
+
+
+def time_covariance(paths: th.Tensor) -> th.Tensor:
+    """
+    Unbiased covariance of each path over its time axis.
+
+    :param paths: states of shape (..., T, d) with T >= 2
+    :return: covariances of shape (..., d, d), normalised by T - 1
+    """
+    if paths.dim() < 2 or paths.shape[-2] < 2:
+        raise ValueError(f"paths must have shape (..., T, d) with T >= 2, got {tuple(paths.shape)}")
+    centred = paths - paths.mean(dim=-2, keepdim=True)
+    return centred.transpose(-1, -2) @ centred / (paths.shape[-2] - 1)
+
+
+def entropy_from_covariance(
+    covariance: th.Tensor, method: str = "logdet", top_m: int | None = None, jitter: float = 1e-8
+) -> th.Tensor:
+    """
+    Path entropy of Gaussian statistics with covariance ``C`` (paper Eq. for S[x*]).
+
+    - ``"logdet"``: ``0.5 * log|det C|`` (sign-safe log-determinant).
+    - ``"top_eigs"``: ``0.5 * sum of log of the top_m largest eigenvalues of C`` (restricts
+      exploration to an M-dimensional subspace; equals ``"logdet"`` when M = d).
+    - ``"log_trace"``: ``0.5 * log tr C`` (cheap; exact only in spirit when C is diagonal).
+
+    :param covariance: covariances of shape (..., d, d)
+    :param method: one of ``ENTROPY_METHODS``
+    :param top_m: number of leading eigenvalues for ``"top_eigs"``
+    :param jitter: diagonal term added to ``C`` for numerical safety
+    :return: entropies of shape (...)
+    """
+    dim = covariance.shape[-1]
+    if covariance.dim() < 2 or covariance.shape[-2] != dim:
+        raise ValueError(f"covariance must have shape (..., d, d), got {tuple(covariance.shape)}")
+    covariance = covariance + jitter * th.eye(dim, dtype=covariance.dtype, device=covariance.device)
+    if method == "logdet":
+        return 0.5 * th.linalg.slogdet(covariance).logabsdet
+    if method == "top_eigs":
+        if top_m is None or not 1 <= top_m <= dim:
+            raise ValueError(f"top_m must be an int in [1, {dim}] for method='top_eigs', got {top_m}")
+        eigenvalues = th.linalg.eigvalsh(covariance)[..., dim - top_m :]  # ascending order
+        return 0.5 * eigenvalues.clamp_min(jitter).log().sum(dim=-1)
+    if method == "log_trace":
+        return 0.5 * th.diagonal(covariance, dim1=-2, dim2=-1).sum(dim=-1).clamp_min(jitter).log()
+    raise ValueError(f"method must be one of {ENTROPY_METHODS}, got {method!r}")
+
+
+def default_window_size(horizon: int, n_dims: int) -> int:
+    """Window size used by the authors: ``max(H // 4, 2 * d)``, at most the horizon."""
+    return min(max(horizon // 4, 2 * n_dims), horizon)
+
+
+def path_entropy(
+    paths: th.Tensor,
+    weights: th.Tensor | None = None,
+    window: int | None = None,
+    stride: int | None = None,
+    method: str = "logdet",
+    top_m: int | None = None,
+    jitter: float = 1e-8,
+) -> th.Tensor:
+    """
+    Entropy ``S = 0.5 * log det(W cov(X) W)`` of each path ``X``, optionally averaged over windows.
+
+    :param paths: states of shape (..., T, d), already restricted to the exploration dims
+    :param weights: per-dimension weights ``diag(W)`` of shape (d,); None means ones
+    :param window: window length (2 <= window <= T); None uses the whole path
+    :param stride: step between windows; None means ``max(window // 3, 1)``
+    :param method: see :func:`entropy_from_covariance`
+    :param top_m: see :func:`entropy_from_covariance`
+    :param jitter: see :func:`entropy_from_covariance`
+    :return: entropies of shape (...)
+    """
+    if weights is not None:
+        if weights.shape != paths.shape[-1:]:
+            raise ValueError(f"weights must have shape ({paths.shape[-1]},), got {tuple(weights.shape)}")
+        # W cov(X) W == cov(X W) for diagonal W
+        paths = paths * weights
+    if window is None:
+        return entropy_from_covariance(time_covariance(paths), method, top_m, jitter)
+    if not 2 <= window <= paths.shape[-2]:
+        raise ValueError(f"window must be in [2, {paths.shape[-2]}] (the path length), got {window}")
+    stride = max(window // 3, 1) if stride is None else stride
+    # (..., T, d) -> (..., n_windows, d, window) -> (..., n_windows, window, d)
+    windows = paths.unfold(-2, window, stride).transpose(-1, -2)
+    return entropy_from_covariance(time_covariance(windows), method, top_m, jitter).mean(dim=-1)
+
+
+@dataclass(frozen=True)
+class PathEntropy:
+    """
+    The path-entropy term as configured for one environment: which state dims to explore,
+    their weights and the windowing. Call it on full-state paths of shape (..., T, n).
+
+    :param dims: indices of the exploration dims in the observation (None: all)
+    :param weights: weight per exploration dim (None: ones)
+    :param window: window length, or None for one window over the whole path
+    :param method: one of ``ENTROPY_METHODS``
+    :param top_m: number of leading eigenvalues for ``method="top_eigs"``
+    """
+
+    dims: tuple[int, ...] | None = None
+    weights: tuple[float, ...] | None = None
+    window: int | None = None
+    method: str = "logdet"
+    top_m: int | None = None
+
+    def __call__(self, paths: th.Tensor) -> th.Tensor:
+        if self.dims is not None:
+            paths = paths[..., list(self.dims)]
+        weights = None if self.weights is None else th.as_tensor(self.weights, dtype=paths.dtype, device=paths.device)
+        return path_entropy(paths, weights, window=self.window, method=self.method, top_m=self.top_m)
+
+
+def make_path_entropy(
+    obs_dim: int,
+    horizon: int,
+    dims: list[int] | tuple[int, ...] | None = None,
+    weights: list[float] | tuple[float, ...] | None = None,
+    window: bool | int = False,
+    method: str = "logdet",
+    top_m: int | None = None,
+) -> PathEntropy:
+    """
+    Validate the user's options once and build a :class:`PathEntropy`.
+
+    :param obs_dim: size of the flat observation
+    :param horizon: length of the paths the term will see (planning horizon or trailing window)
+    :param dims: exploration dims (``explr_dims``), None for all
+    :param weights: weights of the exploration dims (``explr_weights``), None for ones
+    :param window: False: whole path; True: the authors' window ``max(H // 4, 2 * d)``; int: that length
+    :param method: one of ``ENTROPY_METHODS``
+    :param top_m: leading eigenvalues kept by ``"top_eigs"`` (default: all dims)
+    """
+    if horizon < 2:
+        raise ValueError(f"horizon must be >= 2 for the path entropy (a covariance over time needs 2 states), got {horizon}")
+    if dims is not None:
+        dims = tuple(int(d) for d in dims)
+        if len(dims) == 0 or any(not 0 <= d < obs_dim for d in dims):
+            raise ValueError(f"explr_dims must be a non-empty list of indices in [0, {obs_dim - 1}], got {list(dims)}")
+    n_dims = obs_dim if dims is None else len(dims)
+    if weights is not None:
+        weights = tuple(float(w) for w in weights)
+        if len(weights) != n_dims:
+            raise ValueError(f"explr_weights must have one weight per exploration dim ({n_dims}), got {len(weights)}")
+    if method not in ENTROPY_METHODS:
+        raise ValueError(f"entropy_method must be one of {ENTROPY_METHODS}, got {method!r}")
+    if method == "top_eigs":
+        top_m = n_dims if top_m is None else int(top_m)
+        if not 1 <= top_m <= n_dims:
+            raise ValueError(f"entropy_top_m must be in [1, {n_dims}] (the number of exploration dims), got {top_m}")
+    window_size: int | None
+    if window is True:
+        window_size = default_window_size(horizon, n_dims)
+    elif window is False or window is None:
+        window_size = None
+    elif isinstance(window, int):
+        if not 2 <= window <= horizon:
+            raise ValueError(f"window must be False, True or an int in [2, horizon={horizon}], got {window}")
+        window_size = window
+    else:
+        raise ValueError(f"window must be False, True or an int in [2, horizon={horizon}], got {window!r}")
+    return PathEntropy(dims=dims, weights=weights, window=window_size, method=method, top_m=top_m)

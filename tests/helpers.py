@@ -1,0 +1,35 @@
+"""Models with known answers for the planner tests."""
+
+import torch as th
+from torch import nn
+
+
+class TruePointMassModel(nn.Module):
+    """The point mass's exact RK4 dynamics and reward, with the planner's model interface."""
+
+    def __init__(self, beta: float = 1.0, dt: float = 0.1):
+        super().__init__()
+        self.beta, self.dt = beta, dt
+
+    def _derivative(self, state: th.Tensor, action: th.Tensor) -> th.Tensor:
+        return th.stack([self.beta * state[:, 2], state[:, 3], action[:, 0], action[:, 1]], dim=1)
+
+    def forward(self, state: th.Tensor, action: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        action = action.clamp(-1.0, 1.0)  # the environment clips executed actions
+        k1 = self._derivative(state, action)
+        k2 = self._derivative(state + 0.5 * self.dt * k1, action)
+        k3 = self._derivative(state + 0.5 * self.dt * k2, action)
+        k4 = self._derivative(state + self.dt * k3, action)
+        next_state = state + self.dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+        return next_state, -(next_state[:, 0] ** 2 + next_state[:, 1] ** 2)
+
+
+class TargetActionModel(nn.Module):
+    """Static state; reward -||a - target||^2, so the optimal action is ``target``."""
+
+    def __init__(self, target: th.Tensor):
+        super().__init__()
+        self.target = target
+
+    def forward(self, state: th.Tensor, action: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        return state, -((action - self.target) ** 2).sum(dim=-1)

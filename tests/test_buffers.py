@@ -1,0 +1,75 @@
+import time
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from sb3_maxdiff.common.buffers import NextActionReplayBuffer
+
+OBS, ACT = spaces.Box(-10, 10, (2,)), spaces.Box(-1, 1, (1,))
+
+
+def fill(buffer: NextActionReplayBuffer, n: int, done_at: tuple[int, ...] = (), n_envs: int = 1) -> None:
+    for t in range(n):
+        done = np.full(n_envs, t in done_at)
+        obs = np.full((n_envs, 2), t, dtype=np.float32)
+        buffer.add(obs, obs + 1, np.full((n_envs, 1), t, dtype=np.float32), np.full(n_envs, t), done, [{}] * n_envs)
+
+
+def test_next_action_and_masks():
+    buffer = NextActionReplayBuffer(100, OBS, ACT, "cpu")
+    fill(buffer, 10, done_at=(4,))
+    assert buffer.size() == 9  # the newest row waits for its next action
+    np.testing.assert_array_equal(buffer.next_actions[:9, 0, 0], np.arange(1, 10))
+    expected_masks = np.ones(10)
+    expected_masks[4] = 0.0
+    np.testing.assert_array_equal(buffer.bootstrap_masks[:10, 0], expected_masks)
+    samples = buffer.sample(500)
+    # the sampled next action is always the following transition's action
+    np.testing.assert_array_equal(samples.next_actions.numpy(), samples.actions.numpy() + 1)
+    assert samples.actions.max() <= 8  # row 9 is never sampled
+
+
+def test_interrupt_clears_bootstrap():
+    buffer = NextActionReplayBuffer(100, OBS, ACT, "cpu")
+    fill(buffer, 5)
+    buffer.interrupt()
+    assert buffer.bootstrap_masks[4, 0] == 0.0 and buffer.bootstrap_masks[3, 0] == 1.0
+
+
+def test_full_buffer_wraps_and_skips_newest():
+    buffer = NextActionReplayBuffer(10, OBS, ACT, "cpu", n_envs=2)  # 5 rows of 2 envs
+    fill(buffer, 13, n_envs=2)
+    assert buffer.full and buffer.pos == 3
+    newest = 12
+    samples = buffer.sample(2000)
+    actions = samples.actions.numpy().ravel()
+    assert newest not in actions and set(actions) == {8, 9, 10, 11}
+    np.testing.assert_array_equal(samples.next_actions.numpy().ravel(), actions + 1)
+
+
+def test_sampling_needs_two_transitions():
+    buffer = NextActionReplayBuffer(10, OBS, ACT, "cpu")
+    fill(buffer, 1)
+    with pytest.raises(RuntimeError, match="two transitions"):
+        buffer.sample(4)
+
+
+def test_optimize_memory_usage_rejected():
+    with pytest.raises(ValueError, match="optimize_memory_usage"):
+        NextActionReplayBuffer(10, OBS, ACT, "cpu", optimize_memory_usage=True, handle_timeout_termination=False)
+
+
+def test_sampling_cost_does_not_grow_with_fill():
+    def median_sample_time(buffer: NextActionReplayBuffer) -> float:
+        times = []
+        for _ in range(50):
+            start = time.perf_counter()
+            buffer.sample(640)
+            times.append(time.perf_counter() - start)
+        return float(np.median(times))
+
+    small, large = NextActionReplayBuffer(1000, OBS, ACT, "cpu"), NextActionReplayBuffer(1_000_000, OBS, ACT, "cpu")
+    fill(small, 1000)
+    large.pos, large.full = 0, True  # a full buffer of a million rows
+    assert median_sample_time(large) < 3 * median_sample_time(small) + 1e-4

@@ -1,0 +1,91 @@
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from sb3_maxdiff import NNMPPI, MaxDiffMPPI
+
+POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
+
+
+class DiscreteEnv(gym.Env):
+    observation_space = gym.spaces.Box(-1, 1, (2,))
+    action_space = gym.spaces.Discrete(3)
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(2, dtype=np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, dtype=np.float32), 0.0, False, False, {}
+
+
+class UnboundedEnv(DiscreteEnv):
+    action_space = gym.spaces.Box(-np.inf, np.inf, (2,))
+
+
+class DictObsEnv(DiscreteEnv):
+    observation_space = gym.spaces.Dict({"a": gym.spaces.Box(-1, 1, (2,))})
+    action_space = gym.spaces.Box(-1, 1, (2,))
+
+
+@pytest.mark.parametrize(
+    "env, match",
+    [
+        (DiscreteEnv(), "action_space must be a gymnasium.spaces.Box"),
+        (UnboundedEnv(), "bounded"),
+        (DictObsEnv(), "observation_space"),
+    ],
+)
+@pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
+def test_bad_spaces(algo, env, match):
+    with pytest.raises(ValueError, match=match):
+        algo(env)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(horizon=0), "horizon"),
+        (dict(horizon=2.5), "horizon"),
+        (dict(n_samples=0), "n_samples"),
+        (dict(temperature=0.0), "temperature"),
+        (dict(temperature=-1.0), "temperature"),
+        (dict(noise_std=0.0), "noise_std"),
+        (dict(batch_size=0), "batch_size"),
+    ],
+)
+@pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
+def test_bad_planner_parameters(algo, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        algo(POINT_MASS, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(alpha=-1.0), "alpha"),
+        (dict(alpha=lambda progress: -progress), "alpha"),
+        (dict(explr_dims=[0, 4]), "explr_dims"),
+        (dict(explr_dims=[-1]), "explr_dims"),
+        (dict(explr_dims=[0, 1], explr_weights=[1.0, 1.0, 1.0]), "explr_weights"),
+        (dict(explr_weights=[1.0]), "explr_weights"),
+        (dict(window=41), "window"),
+        (dict(window=1), "window"),
+        (dict(horizon=1), "horizon"),
+        (dict(entropy_method="det"), "entropy_method"),
+        (dict(entropy_method="top_eigs", entropy_top_m=9), "entropy_top_m"),
+    ],
+)
+def test_bad_maxdiff_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MaxDiffMPPI(POINT_MASS, **kwargs)
+
+
+def test_bad_policy_name():
+    with pytest.raises(ValueError, match="policy"):
+        NNMPPI("CnnPolicy", POINT_MASS)
+
+
+def test_bad_predict_state():
+    model = NNMPPI(POINT_MASS, horizon=5, n_samples=8)
+    with pytest.raises(ValueError, match="state"):
+        model.predict(np.zeros(4, dtype=np.float32), state=np.zeros((1, 4, 2)))

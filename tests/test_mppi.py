@@ -1,0 +1,114 @@
+import numpy as np
+import pytest
+import torch as th
+from helpers import TargetActionModel, TruePointMassModel
+
+from sb3_maxdiff.common.entropy import make_path_entropy
+from sb3_maxdiff.common.mppi import MPPIPlanner, mppi_weights, smoothing_matrix, warm_start
+
+
+def test_smoothing_matrix_is_the_recursive_filter():
+    eps = th.randn(7, 5, 2, dtype=th.float64)
+    eta, previous = [], th.zeros(7, 2, dtype=th.float64)
+    for t in range(5):
+        previous = 0.5 * previous + 0.5 * eps[:, t]
+        eta.append(previous)
+    th.testing.assert_close(smoothing_matrix(5, dtype=th.float64) @ eps, th.stack(eta, dim=1))
+
+
+def test_warm_start_shifts_and_resets():
+    nominal = th.arange(12, dtype=th.float32).view(2, 3, 2)
+    shifted = warm_start(nominal, th.tensor([False, True]))
+    th.testing.assert_close(shifted[0], th.tensor([[2.0, 3.0], [4.0, 5.0], [0.0, 0.0]]))
+    th.testing.assert_close(shifted[1], th.zeros(3, 2))
+
+
+def test_mppi_weights():
+    scores = th.tensor([[0.0, -1.0, -2.0]])
+    weights = mppi_weights(scores, temperature=0.5)
+    expected = np.exp(np.array([0.0, -2.0, -4.0])) + 1e-5
+    np.testing.assert_allclose(weights.numpy()[0], expected / expected.sum(), rtol=1e-6)
+    # invariant to a shift of the scores; a lower temperature concentrates the weights
+    th.testing.assert_close(mppi_weights(scores + 100.0, 0.5), weights)
+    assert mppi_weights(scores, 0.05)[0, 0] > weights[0, 0]
+
+
+@pytest.mark.parametrize("control_cost", [True, False])
+def test_planner_finds_known_optimal_action(control_cost):
+    th.manual_seed(0)
+    target = th.tensor([0.6, -0.4])
+    planner = MPPIPlanner(action_dim=2, horizon=5, n_samples=400, temperature=0.05, noise_std=0.3, control_cost=control_cost)
+    obs, nominal = th.zeros(1, 3), planner.initial_nominal(1, "cpu")
+    for _ in range(30):
+        result = planner.plan(TargetActionModel(target), obs, nominal)
+        nominal = result.nominal
+    # the warm start shifts the sequence each call, so the first action is the best estimate
+    np.testing.assert_allclose(result.actions[0].numpy(), target.numpy(), atol=0.1)
+    assert 1.0 <= result.stats[0, 0] <= 400  # effective sample size
+
+
+def test_planner_batches_environments_independently():
+    th.manual_seed(0)
+    planner = MPPIPlanner(action_dim=2, horizon=4, n_samples=300, temperature=0.05, noise_std=0.3)
+    model = TargetActionModel(th.tensor([0.5, 0.5]))
+    nominal = th.stack([th.zeros(4, 2), th.full((4, 2), -0.8)])
+    result = planner.plan(model, th.zeros(2, 3), nominal, reset=th.tensor([False, True]))
+    assert result.actions.shape == (2, 2) and result.nominal.shape == (2, 4, 2)
+    # the second env was reset: it starts from zeros like the first, not from -0.8
+    assert (result.actions[1] > -0.3).all()
+
+
+def test_clip_samples_keeps_the_nominal_in_bounds():
+    th.manual_seed(0)
+    planner = MPPIPlanner(action_dim=2, horizon=4, n_samples=200, temperature=0.05, noise_std=1.0, clip_samples=True)
+    model = TargetActionModel(th.tensor([3.0, -3.0]))  # optimum outside the bounds
+    nominal = planner.initial_nominal(1, "cpu")
+    for _ in range(10):
+        nominal = planner.plan(model, th.zeros(1, 3), nominal).nominal
+    assert nominal.abs().max() <= 1.0 + 1e-6
+
+
+def closed_loop(planner: MPPIPlanner, model: TruePointMassModel, steps: int, alpha: float = 0.0) -> th.Tensor:
+    state = th.tensor([[-1.0, -1.0, 0.0, 0.0]])
+    nominal = planner.initial_nominal(1, "cpu")
+    visited = [state]
+    for _ in range(steps):
+        result = planner.plan(model, state, nominal, alpha=alpha)
+        nominal = result.nominal
+        state, _ = model(state, result.actions)
+        visited.append(state)
+    return th.cat(visited)
+
+
+def test_true_model_planner_drives_point_mass_to_origin():
+    th.manual_seed(0)
+    model = TruePointMassModel(beta=1.0)
+    planner = MPPIPlanner(action_dim=2, horizon=30, n_samples=300, temperature=0.5, noise_std=0.3)
+    states = closed_loop(planner, model, steps=80)
+    start_distance = th.linalg.norm(states[0, :2])
+    final_distance = th.linalg.norm(states[-20:, :2], dim=1).mean()
+    assert final_distance < 0.25 * start_distance
+
+
+def test_maxdiff_paths_have_more_entropy_than_nnmppi():
+    model = TruePointMassModel(beta=1.0)
+    entropy = make_path_entropy(obs_dim=4, horizon=30, weights=[1.0, 1.0, 0.01, 0.01])
+    common = dict(action_dim=2, horizon=30, n_samples=300, temperature=0.5, noise_std=0.3)
+    th.manual_seed(0)
+    nnmppi = closed_loop(MPPIPlanner(**common, control_cost=True), model, steps=60)
+    th.manual_seed(0)
+    maxdiff = closed_loop(MPPIPlanner(**common, control_cost=False, path_entropy=entropy), model, steps=60, alpha=5.0)
+    # entropy of the executed trajectories, over the same sliding windows the planner scores
+    windows = lambda states: states.unfold(0, 30, 5).transpose(-1, -2)  # noqa: E731
+    assert entropy(windows(maxdiff)).mean() > entropy(windows(nnmppi)).mean() + 0.5
+
+
+def test_diverging_model_gives_finite_actions():
+    class Diverging(th.nn.Module):
+        def forward(self, state, action):
+            return state * 1e30 + 1.0, th.full(state.shape[:1], float("nan"))
+
+    planner = MPPIPlanner(action_dim=2, horizon=5, n_samples=10, temperature=0.5, noise_std=0.3)
+    result = planner.plan(Diverging(), th.ones(2, 3), planner.initial_nominal(2, "cpu"))
+    assert th.isfinite(result.actions).all() and th.isfinite(result.nominal).all()
+    assert (result.stats[:, -1] > 0).all()  # reported as non-finite

@@ -1,0 +1,146 @@
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.logger import configure
+
+from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
+
+POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
+TINY = dict(horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
+
+
+@pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_run(algo, n_envs):
+    env = make_vec_env(POINT_MASS, n_envs=n_envs, seed=0)
+    model = algo("MlpPolicy", env, seed=0, **TINY)
+    model.learn(100)
+    assert model.num_timesteps >= 100
+    assert model.replay_buffer.size() > 0
+    assert model._train_nominal is not None and model._train_nominal.shape == (n_envs, 5, 2)
+
+
+@pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
+def test_constructor_forms(algo):
+    assert isinstance(algo(POINT_MASS, **TINY).env.action_space, gym.spaces.Box)  # env id first
+    assert algo(gym.make(POINT_MASS), **TINY).n_envs == 1  # env instance first
+    assert algo("MlpPolicy", POINT_MASS, **TINY).n_envs == 1  # SB3 form
+    assert algo(policy="MlpPolicy", env=POINT_MASS, **TINY).n_envs == 1  # RL Zoo form
+
+
+def test_swimmer_v4_quick():
+    model = MaxDiffMPPI("Swimmer-v4", horizon=5, n_samples=16, learning_starts=50)
+    model.learn(150)
+    assert model.observation_space.shape == (8,)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(window=True),
+        dict(window=4, explr_dims=[0, 1], explr_weights=[1.0, 0.5]),
+        dict(entropy_method="top_eigs", entropy_top_m=2),
+        dict(entropy_method="log_trace"),
+        dict(alpha=StepSchedule([0.5, 5.0], [50])),
+        dict(alpha=lambda progress: 5.0 * progress),
+        dict(control_cost=True, clip_samples=True),
+    ],
+)
+def test_maxdiff_options(options):
+    model = MaxDiffMPPI(POINT_MASS, seed=0, **{**TINY, **options})
+    model.learn(100)
+
+
+def test_alpha_step_schedule_is_followed():
+    model = MaxDiffMPPI(POINT_MASS, alpha=StepSchedule([0.5, 5.0], [60]), **TINY)
+    model.learn(50)
+    assert model.policy.alpha.item() == 0.5
+    model.learn(30, reset_num_timesteps=False)
+    assert model.policy.alpha.item() == 5.0
+
+
+def test_callbacks_progress_bar_and_logger(tmp_path):
+    eval_env = gym.make(POINT_MASS, max_episode_steps=30)
+    callbacks = [
+        CheckpointCallback(50, str(tmp_path / "checkpoints"), save_replay_buffer=True),
+        EvalCallback(eval_env, n_eval_episodes=1, eval_freq=60, log_path=str(tmp_path / "eval")),
+    ]
+    model = MaxDiffMPPI(gym.make(POINT_MASS, max_episode_steps=40), tensorboard_log=str(tmp_path / "tb"), **TINY)
+    model.set_logger(configure(str(tmp_path / "log"), ["csv"]))
+    model.learn(130, callback=callbacks, progress_bar=True, log_interval=1)
+    assert (tmp_path / "checkpoints" / "rl_model_100_steps.zip").exists()
+    assert (tmp_path / "checkpoints" / "rl_model_replay_buffer_100_steps.pkl").exists()
+    assert (tmp_path / "eval" / "evaluations.npz").exists()
+    header = (tmp_path / "log" / "progress.csv").read_text().splitlines()[0].split(",")
+    for key in [
+        "train/model_loss",
+        "train/dynamics_loss",
+        "train/reward_loss",
+        "planner/ess",
+        "planner/path_entropy",
+        "train/alpha",
+    ]:
+        assert key in header, key
+
+
+def test_tensorboard_log(tmp_path):
+    pytest.importorskip("tensorboard")
+    model = NNMPPI(gym.make(POINT_MASS, max_episode_steps=30), tensorboard_log=str(tmp_path), **TINY)
+    model.learn(70, log_interval=1)
+    assert any((tmp_path / "NNMPPI_1").iterdir())
+
+
+def test_evaluation_does_not_disturb_training_warm_start():
+    model = NNMPPI(POINT_MASS, seed=0, **TINY)
+    model.learn(60)
+    nominal = model._train_nominal.clone()
+    evaluate_policy(model, gym.make(POINT_MASS, max_episode_steps=20), n_eval_episodes=2)
+    obs = model.env.reset()
+    model.predict(obs, state=None, episode_start=np.ones(1, dtype=bool))
+    th.testing.assert_close(model._train_nominal, nominal)
+
+
+def test_predict_threads_state():
+    model = MaxDiffMPPI(POINT_MASS, seed=0, **TINY)
+    obs = np.zeros(4, dtype=np.float32)
+    action, state = model.predict(obs)
+    assert action.shape == (2,) and state.shape == (1, 5, 2)
+    assert np.all(np.abs(action) <= 1.0)
+    actions, state = model.predict(np.zeros((3, 4), dtype=np.float32), episode_start=np.ones(3, dtype=bool))
+    assert actions.shape == (3, 2) and state.shape == (3, 5, 2)
+    _, state2 = model.predict(np.zeros((3, 4), dtype=np.float32), state=state, episode_start=np.zeros(3, dtype=bool))
+    assert state2.shape == (3, 5, 2)
+
+
+def test_episode_start_resets_warm_start():
+    model = NNMPPI(POINT_MASS, seed=0, **TINY)
+    obs = np.zeros((1, 4), dtype=np.float32)
+    stale = np.full((1, 5, 2), 0.9, dtype=np.float32)
+    th.manual_seed(0)
+    fresh, _ = model.predict(obs, state=stale, episode_start=np.ones(1, dtype=bool))
+    th.manual_seed(0)
+    from_zero, _ = model.predict(obs)
+    np.testing.assert_allclose(fresh, from_zero)
+
+
+def test_diverging_model_keeps_training():
+    model = NNMPPI(POINT_MASS, seed=0, **TINY)
+    model.learn(40)
+    with th.no_grad():
+        for param in model.policy.model.dynamics.parameters():
+            param.fill_(float("nan"))
+    with pytest.warns(UserWarning, match="non-finite"):
+        model.learn(40, reset_num_timesteps=False)
+    action, _ = model.predict(np.zeros(4, dtype=np.float32))
+    assert np.all(np.isfinite(action))
+
+
+@pytest.mark.skipif(not th.cuda.is_available(), reason="CUDA not available")
+def test_cuda_run():
+    model = MaxDiffMPPI(POINT_MASS, device="cuda", **TINY)
+    model.learn(60)
+    assert model.policy.alpha.device.type == "cuda"

@@ -1,0 +1,66 @@
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+
+from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
+
+POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
+TINY = dict(horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
+DEVICES = ["cpu"] + (["cuda"] if th.cuda.is_available() else [])
+
+
+def predict_with_seed(model, obs: np.ndarray, seed: int = 7) -> np.ndarray:
+    th.manual_seed(seed)
+    action, _ = model.predict(obs)
+    return action
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
+def test_save_load(tmp_path, algo, device):
+    kwargs = dict(alpha=StepSchedule([0.5, 5.0], [50]), window=True) if algo is MaxDiffMPPI else {}
+    model = algo(POINT_MASS, seed=0, device=device, **TINY, **kwargs)
+    model.learn(80)
+    obs = model.env.observation_space.sample()
+    before = predict_with_seed(model, obs)
+    model.save(tmp_path / "model.zip")
+
+    loaded = algo.load(tmp_path / "model.zip", device=device)  # no env
+    np.testing.assert_allclose(predict_with_seed(loaded, obs), before, rtol=1e-5, atol=1e-6)
+    assert loaded.horizon == 5 and loaded.n_samples == 16
+    if algo is MaxDiffMPPI:
+        assert loaded.policy.alpha.item() == 5.0  # the schedule's current value survives
+        assert loaded.policy.planner.path_entropy.window == model.policy.planner.path_entropy.window
+    for p1, p2 in zip(model.policy.parameters(), loaded.policy.parameters()):
+        th.testing.assert_close(p1, p2)
+    # optimizer state restored as well
+    assert loaded.policy.optimizer.state_dict()["state"].keys() == model.policy.optimizer.state_dict()["state"].keys()
+
+
+@pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
+def test_replay_buffer_and_continued_training(tmp_path, algo):
+    model = algo(POINT_MASS, seed=0, **TINY)
+    model.learn(60)
+    model.save(tmp_path / "model.zip")
+    model.save_replay_buffer(tmp_path / "buffer.pkl")
+    size = model.replay_buffer.size()
+
+    loaded = algo.load(tmp_path / "model.zip", env=gym.make(POINT_MASS))
+    loaded.load_replay_buffer(tmp_path / "buffer.pkl")
+    assert loaded.replay_buffer.size() == size
+    np.testing.assert_array_equal(loaded.replay_buffer.next_actions, model.replay_buffer.next_actions)
+    loaded.learn(40, reset_num_timesteps=False)
+    assert loaded.num_timesteps == 100
+    assert loaded.replay_buffer.size() == size + 40
+    # the episode was cut when learning resumed on a new env: no bootstrap across the cut
+    assert loaded.replay_buffer.bootstrap_masks[size, 0] == 0.0
+
+
+def test_policy_save_load(tmp_path):
+    model = MaxDiffMPPI(POINT_MASS, seed=0, **TINY)
+    model.learn(40)
+    model.policy.save(tmp_path / "policy.pth")
+    policy = type(model.policy).load(tmp_path / "policy.pth")
+    obs = np.zeros(4, dtype=np.float32)
+    np.testing.assert_allclose(predict_with_seed(policy, obs), predict_with_seed(model.policy, obs), rtol=1e-5)
