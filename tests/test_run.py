@@ -32,6 +32,12 @@ def test_constructor_forms(algo):
     assert algo(policy="MlpPolicy", env=POINT_MASS, **TINY).n_envs == 1  # RL Zoo form
 
 
+@pytest.mark.expensive
+def test_swimmer_v4_defaults():
+    """The headline call, with every default (about 1-2 minutes on 2 cores)."""
+    MaxDiffMPPI("Swimmer-v4").learn(2_000)
+
+
 def test_swimmer_v4_quick():
     model = MaxDiffMPPI("Swimmer-v4", horizon=5, n_samples=16, learning_starts=50)
     model.learn(150)

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from stable_baselines3.common.base_class import maybe_make_env
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise
@@ -42,6 +43,16 @@ def split_policy_and_env(
     if env is not None:
         raise ValueError(f"policy must be one of {sorted(aliases)} or a policy class when env is given, got {policy!r}")
     return "MlpPolicy", policy  # type: ignore[return-value]
+
+
+def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    """MPPI plans in normalised continuous actions over flat observations."""
+    if not isinstance(action_space, spaces.Box):
+        raise ValueError(f"action_space must be a gymnasium.spaces.Box (continuous actions), got {action_space}")
+    if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+        raise ValueError("action_space must be a bounded Box (finite low and high): MPPI plans in normalised actions")
+    if not isinstance(observation_space, spaces.Box):
+        raise ValueError(f"observation_space must be a gymnasium.spaces.Box, got {observation_space}")
 
 
 def _check_positive(name: str, value: float, integer: bool = False) -> None:
@@ -117,6 +128,10 @@ class NNMPPI(OffPolicyAlgorithm):
         _init_setup_model: bool = True,
     ):
         policy, env = split_policy_and_env(policy, env, self.policy_aliases)
+        if isinstance(env, str):
+            env = maybe_make_env(env, verbose)
+        if env is not None:  # before SB3's own checks, for a clear error
+            check_spaces(env.observation_space, env.action_space)
         _check_positive("horizon", horizon, integer=True)
         _check_positive("n_samples", n_samples, integer=True)
         _check_positive("batch_size", batch_size, integer=True)
@@ -153,14 +168,6 @@ class NNMPPI(OffPolicyAlgorithm):
             self._setup_model()
 
     # ----- setup -----------------------------------------------------------------------------
-    def _check_spaces(self) -> None:
-        if not isinstance(self.action_space, spaces.Box):
-            raise ValueError(f"action_space must be a gymnasium.spaces.Box (continuous actions), got {self.action_space}")
-        if not (np.all(np.isfinite(self.action_space.low)) and np.all(np.isfinite(self.action_space.high))):
-            raise ValueError("action_space must be a bounded Box (finite low and high): MPPI plans in normalised actions")
-        if not isinstance(self.observation_space, spaces.Box):
-            raise ValueError(f"observation_space must be a gymnasium.spaces.Box, got {self.observation_space}")
-
     def _make_path_entropy(self) -> PathEntropy | None:
         """The MaxDiff term; NN-MPPI has none."""
         return None
@@ -182,7 +189,7 @@ class NNMPPI(OffPolicyAlgorithm):
         return get_flattened_obs_dim(self.observation_space)
 
     def _setup_model(self) -> None:
-        self._check_spaces()
+        check_spaces(self.observation_space, self.action_space)
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
         if self.replay_buffer is None:

@@ -33,6 +33,7 @@ class MPPIPolicy(BasePolicy):
     :param optimizer_class: model optimizer
     :param optimizer_kwargs: its keyword arguments (default: ``weight_decay=1e-4``, fused Adam)
     :param reward_discount: discount of the TD-like reward target (0.95 in the paper)
+    :param normalize_images: kept for SB3 compatibility (observations are used as they are)
     """
 
     def __init__(
@@ -46,11 +47,18 @@ class MPPIPolicy(BasePolicy):
         optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
         optimizer_kwargs: dict[str, Any] | None = None,
         reward_discount: float = 0.95,
+        normalize_images: bool = True,
     ):
         if optimizer_kwargs is None:
             # the paper's weight decay; the fused Adam kernel saves ~70% of the optimizer time
             optimizer_kwargs = {"weight_decay": 1e-4, "fused": optimizer_class is th.optim.Adam}
-        super().__init__(observation_space, action_space, optimizer_class=optimizer_class, optimizer_kwargs=optimizer_kwargs)
+        super().__init__(
+            observation_space,
+            action_space,
+            normalize_images=normalize_images,
+            optimizer_class=optimizer_class,
+            optimizer_kwargs=optimizer_kwargs,
+        )
         self.planner = planner
         self.net_arch = [200, 200] if net_arch is None else list(net_arch)
         self.activation_fn = activation_fn
