@@ -39,6 +39,12 @@ COMMON: dict[str, Any] = dict(
     policy_kwargs=dict(net_arch=[128, 128]),
 )
 METHODS = ("MaxDiff", "NN-MPPI")
+_steps_done: Any = None  # shared step counter, set in each worker process
+
+
+def _share_counter(counter: Any) -> None:
+    global _steps_done
+    _steps_done = counter
 
 
 class ReturnsAndProgress(BaseCallback):
@@ -60,7 +66,7 @@ class ReturnsAndProgress(BaseCallback):
         return True
 
 
-def train(method: str, steps: int, seed: int, counter: Any) -> dict[str, Any]:
+def train(method: str, steps: int, seed: int) -> dict[str, Any]:
     import torch as th
 
     from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
@@ -71,7 +77,7 @@ def train(method: str, steps: int, seed: int, counter: Any) -> dict[str, Any]:
         model = MaxDiffMPPI(ENV_ID, seed=seed, alpha=alpha, explr_weights=[1.0, 1.0, 0.01, 0.01], **COMMON)
     else:
         model = NNMPPI(ENV_ID, seed=seed, **COMMON)
-    curve = ReturnsAndProgress(counter)
+    curve = ReturnsAndProgress(_steps_done)
     start = time.time()
     model.learn(steps, callback=curve)
     return {"steps": curve.steps, "returns": curve.returns, "seconds": time.time() - start}
@@ -101,8 +107,8 @@ def main() -> None:
     context = mp.get_context("spawn")
     counter = context.Value("l", 0)
     print(f"Training MaxDiff and NN-MPPI for {args.steps} steps each on {ENV_ID} (seed {args.seed})")
-    with context.Pool(len(METHODS)) as pool:
-        jobs = {name: pool.apply_async(train, (name, args.steps, args.seed, counter)) for name in METHODS}
+    with context.Pool(len(METHODS), initializer=_share_counter, initargs=(counter,)) as pool:
+        jobs = {name: pool.apply_async(train, (name, args.steps, args.seed)) for name in METHODS}
         with tqdm(total=len(METHODS) * args.steps, unit="step", desc="both methods") as bar:
             while not all(job.ready() for job in jobs.values()):
                 time.sleep(0.5)
