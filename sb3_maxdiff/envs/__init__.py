@@ -2,10 +2,25 @@
 
 import gymnasium as gym
 
+from sb3_maxdiff.envs.mujoco import PaperAntEnv, PaperSwimmerEnv, light_tail_swimmer_xml
 from sb3_maxdiff.envs.point_mass import PointMassEnv
 
 NAMESPACE = "sb3_maxdiff"
 POINT_MASS_BETAS = {"1": 1.0, "0.1": 0.1, "0.01": 0.01, "0.001": 0.001}
+SWIMMER_HEAVY = f"{NAMESPACE}/Swimmer-heavy-v0"
+SWIMMER_LIGHT = f"{NAMESPACE}/Swimmer-light-v0"
+ANT = f"{NAMESPACE}/Ant-v0"
+HALF_CHEETAH = f"{NAMESPACE}/HalfCheetah-v0"
+# id -> (entry point, kwargs); every MuJoCo task of the paper, on Gymnasium's v5 models
+MUJOCO_ENVS: dict[str, tuple[object, dict]] = {
+    SWIMMER_HEAVY: (PaperSwimmerEnv, {"light_tail": False}),
+    SWIMMER_LIGHT: (PaperSwimmerEnv, {"light_tail": True}),
+    ANT: (PaperAntEnv, {}),
+    HALF_CHEETAH: (
+        "gymnasium.envs.mujoco.half_cheetah_v5:HalfCheetahEnv",
+        {"exclude_current_positions_from_observation": False},
+    ),
+}
 
 
 def point_mass_id(beta: str) -> str:
@@ -17,10 +32,23 @@ def point_mass_id(beta: str) -> str:
 
 def register_envs() -> None:
     """Register one id per paper setting, so that training, evaluation and enjoy build the same env."""
-    for name, beta in POINT_MASS_BETAS.items():
-        env_id = point_mass_id(name)
+    specs = {point_mass_id(name): (PointMassEnv, {"beta": beta}) for name, beta in POINT_MASS_BETAS.items()}
+    for env_id, (entry_point, kwargs) in {**specs, **MUJOCO_ENVS}.items():
         if env_id not in gym.registry:
-            gym.register(env_id, entry_point=PointMassEnv, kwargs={"beta": beta}, max_episode_steps=1000)
+            gym.register(env_id, entry_point=entry_point, kwargs=kwargs, max_episode_steps=1000)  # type: ignore[arg-type]
 
 
-__all__ = ["POINT_MASS_BETAS", "PointMassEnv", "point_mass_id", "register_envs"]
+__all__ = [
+    "ANT",
+    "HALF_CHEETAH",
+    "MUJOCO_ENVS",
+    "POINT_MASS_BETAS",
+    "SWIMMER_HEAVY",
+    "SWIMMER_LIGHT",
+    "PaperAntEnv",
+    "PaperSwimmerEnv",
+    "PointMassEnv",
+    "light_tail_swimmer_xml",
+    "point_mass_id",
+    "register_envs",
+]

@@ -1,0 +1,33 @@
+import pytest
+
+import sb3_maxdiff  # noqa: F401
+from sb3_maxdiff import MaxDiffMPPI
+from sb3_maxdiff.envs import POINT_MASS_BETAS, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
+from sb3_maxdiff.experiments import evaluate_transfer
+from sb3_maxdiff.experiments.__main__ import main as experiments_main
+
+
+@pytest.fixture(scope="module")
+def heavy_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("models") / "heavy.zip"
+    model = MaxDiffMPPI(SWIMMER_HEAVY, horizon=4, n_samples=8, learning_starts=30, policy_kwargs=dict(net_arch=[16]))
+    model.learn(60)
+    model.save(path)
+    return str(path)
+
+
+def test_transfer_heavy_to_light(heavy_model):
+    result = evaluate_transfer(heavy_model, "maxdiff", SWIMMER_LIGHT, n_episodes=2)
+    assert len(result.returns) == 2
+    assert result.mean == pytest.approx(sum(result.returns) / 2)
+
+
+def test_transfer_command(heavy_model, capsys):
+    experiments_main(["transfer", "--algo", "maxdiff", "--model", heavy_model, "--env", SWIMMER_LIGHT, "--episodes", "1"])
+    assert "episode return" in capsys.readouterr().out
+
+
+def test_transfer_rejects_other_spaces(heavy_model):
+    assert "1" in POINT_MASS_BETAS
+    with pytest.raises(ValueError):
+        evaluate_transfer(heavy_model, "maxdiff", point_mass_id("1"), n_episodes=1)
