@@ -65,3 +65,19 @@ class WindowReturnLogger(BaseCallback):
         if self.verbose >= 1:
             print(f"window {len(self.window_returns)}: return {self._accumulated:.2f}, x distance {self.x_distance:.3f}")
         self._accumulated, self._steps_in_window = 0.0, 0
+
+
+class PathEntropyBonusLogger(BaseCallback):
+    """
+    Log the model-free MaxDiff bonus of :class:`~sb3_maxdiff.wrappers.PathEntropyReward` apart from
+    the task return: ``rollout/path_entropy_bonus`` (mean per step) and ``rollout/ep_bonus_mean``
+    (summed per episode, mean over the episodes of the last dump).
+    """
+
+    def _on_step(self) -> bool:
+        for info in self.locals["infos"]:
+            if "path_entropy_bonus" in info:
+                self.logger.record_mean("rollout/path_entropy_bonus", info["path_entropy_bonus"])
+            if "episode_bonus" in info:
+                self.logger.record_mean("rollout/ep_bonus_mean", info["episode_bonus"])
+        return True
