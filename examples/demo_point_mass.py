@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 from stable_baselines3.common.callbacks import BaseCallback
 from tqdm import tqdm
 
-ENV_ID = "sb3_maxdiff/PointMass-beta0.01-v0"
+ENV_ID = "sb3_maxdiff/PointMass-beta0_01-v0"
 # SPEC section 5, point-mass column
 COMMON: dict[str, Any] = dict(
     learning_rate=5e-4,

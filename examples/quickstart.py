@@ -6,7 +6,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 import sb3_maxdiff  # noqa: F401  (registers the sb3_maxdiff/... environment ids)
 from sb3_maxdiff import MaxDiffMPPI, StepSchedule
 
-env_id = "sb3_maxdiff/PointMass-beta0.01-v0"
+env_id = "sb3_maxdiff/PointMass-beta0_01-v0"
 model = MaxDiffMPPI(
     env_id,
     horizon=30,

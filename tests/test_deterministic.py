@@ -3,7 +3,7 @@ import pytest
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
 
-POINT_MASS = "sb3_maxdiff/PointMass-beta0.1-v0"
+POINT_MASS = "sb3_maxdiff/PointMass-beta0_1-v0"
 TINY = dict(horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
 
 

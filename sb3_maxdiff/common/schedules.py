@@ -1,7 +1,8 @@
 """Schedules over environment steps (e.g. the paper's point-mass alpha schedule)."""
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 
 class StepSchedule:
@@ -32,6 +33,15 @@ class StepSchedule:
 
 
 AlphaSchedule = float | Callable[[float], float] | StepSchedule
+
+
+def as_alpha_schedule(alpha: AlphaSchedule | Mapping[str, Any]) -> AlphaSchedule:
+    """Accept ``{"values": [...], "boundaries": [...]}`` (YAML, RL Zoo) as a :class:`StepSchedule`."""
+    if isinstance(alpha, Mapping):
+        if set(alpha) != {"values", "boundaries"}:
+            raise ValueError(f"alpha as a mapping must have exactly the keys 'values' and 'boundaries', got {sorted(alpha)}")
+        return StepSchedule(alpha["values"], alpha["boundaries"])
+    return alpha
 
 
 def alpha_value(alpha: AlphaSchedule, num_timesteps: int, progress_remaining: float) -> float:

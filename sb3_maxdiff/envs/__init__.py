@@ -27,7 +27,8 @@ def point_mass_id(beta: str) -> str:
     """Registered id of the point mass with controllability ``beta`` ("1", "0.1", "0.01" or "0.001")."""
     if beta not in POINT_MASS_BETAS:
         raise ValueError(f"beta must be one of {list(POINT_MASS_BETAS)}, got {beta!r}")
-    return f"{NAMESPACE}/PointMass-beta{beta}-v0"
+    # no dot in ids: SB3 would take ".01-v0" for a file suffix when RL Zoo saves "<env id>.zip"
+    return f"{NAMESPACE}/PointMass-beta{beta.replace('.', '_')}-v0"
 
 
 def register_envs() -> None:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from stable_baselines3.common.type_aliases import MaybeCallback
 
 from sb3_maxdiff.common.entropy import PathEntropy, make_path_entropy
-from sb3_maxdiff.common.schedules import AlphaSchedule, alpha_value
+from sb3_maxdiff.common.schedules import AlphaSchedule, alpha_value, as_alpha_schedule
 from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 
 SelfMaxDiffMPPI = TypeVar("SelfMaxDiffMPPI", bound="MaxDiffMPPI")
@@ -27,7 +27,8 @@ class MaxDiffMPPI(NNMPPI):
     :param env: the environment (instance or registered id)
     :param alpha: weight of the path entropy: a float >= 0, a :class:`~sb3_maxdiff.StepSchedule`
         over environment steps (e.g. ``StepSchedule([0.5, 5.0], [1000])`` as in the point-mass runs),
-        or an SB3 schedule of the remaining progress
+        an SB3 schedule of the remaining progress, or ``{"values": [...], "boundaries": [...]}`` (a
+        StepSchedule written in YAML)
     :param explr_dims: observation indices of the exploration dims (None: all)
     :param explr_weights: weight of each exploration dim (None: ones)
     :param window: False: one covariance over the horizon; True: mean over windows of
@@ -53,6 +54,7 @@ class MaxDiffMPPI(NNMPPI):
         _init_setup_model: bool = True,
         **kwargs: Any,
     ):
+        alpha = as_alpha_schedule(alpha)
         alpha_value(alpha, 0, 1.0)  # raises on a negative alpha
         self.alpha = alpha
         self.explr_dims = None if explr_dims is None else list(explr_dims)

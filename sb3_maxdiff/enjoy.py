@@ -1,0 +1,22 @@
+"""
+RL Zoo evaluation and rendering of a trained agent (rl_zoo3 ``enjoy`` arguments)::
+
+    python -m sb3_maxdiff.enjoy --algo maxdiff --env sb3_maxdiff/PointMass-beta0_01-v0 -f logs/ --no-render
+"""
+
+import sys
+
+import sb3_maxdiff  # noqa: F401  (registers the environments)
+from sb3_maxdiff.zoo import register_with_zoo
+
+
+def main(argv: list[str] | None = None) -> None:
+    register_with_zoo()
+    from rl_zoo3.enjoy import enjoy
+
+    sys.argv = [sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
+    enjoy()
+
+
+if __name__ == "__main__":
+    main()

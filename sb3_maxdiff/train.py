@@ -1,0 +1,26 @@
+"""
+RL Zoo training with sb3-maxdiff's algorithms and hyperparameters::
+
+    python -m sb3_maxdiff.train --algo maxdiff --env sb3_maxdiff/Swimmer-heavy-v0
+
+Takes every rl_zoo3 ``train`` argument; ``--algo`` also accepts maxdiff, nnmppi and sac_maxdiff, and
+our ``hyperparams/<algo>.yml`` is the default config (``-conf`` overrides it).
+"""
+
+import sys
+
+import sb3_maxdiff  # noqa: F401  (registers the environments)
+from sb3_maxdiff.zoo import prepare_study, register_with_zoo, with_defaults
+
+
+def main(argv: list[str] | None = None) -> None:
+    register_with_zoo()
+    from rl_zoo3.train import train
+
+    sys.argv = [sys.argv[0], *with_defaults(sys.argv[1:] if argv is None else argv)]
+    prepare_study(sys.argv[1:])
+    train()
+
+
+if __name__ == "__main__":
+    main()

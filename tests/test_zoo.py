@@ -1,0 +1,114 @@
+import subprocess
+import sys
+
+import optuna
+import pytest
+import yaml
+from rl_zoo3.utils import get_wrapper_class
+from stable_baselines3.common.env_util import make_vec_env
+
+import sb3_maxdiff
+from sb3_maxdiff.wrappers import PathEntropyReward
+from sb3_maxdiff.zoo import HYPERPARAMS_DIR, ZOO_ALGOS, register_with_zoo, with_defaults
+
+ENTRIES = [
+    (algo, env_id)
+    for algo, (_, file) in ZOO_ALGOS.items()
+    for env_id in yaml.safe_load((HYPERPARAMS_DIR / file).read_text())
+    if "/" in env_id  # skip the anchor blocks
+]
+ENV_IDS = {env_id for _, env_id in ENTRIES}
+
+
+def test_every_file_covers_every_paper_env():
+    expected = {
+        *(sb3_maxdiff.envs.point_mass_id(beta) for beta in sb3_maxdiff.envs.POINT_MASS_BETAS),
+        *sb3_maxdiff.envs.MUJOCO_ENVS,
+    }
+    assert ENV_IDS == expected
+    assert len(ENTRIES) == len(ZOO_ALGOS) * len(expected)
+
+
+@pytest.mark.parametrize("algo, env_id", ENTRIES)
+def test_yaml_entry_builds(algo, env_id):
+    """Build the model as RL Zoo does: policy_kwargs evaluated, env_wrapper applied, n_timesteps dropped."""
+    _, file = ZOO_ALGOS[algo]
+    hyperparams = dict(yaml.safe_load((HYPERPARAMS_DIR / file).read_text())[env_id])
+    assert hyperparams.pop("n_timesteps") > 0
+    wrapper = get_wrapper_class(hyperparams)
+    hyperparams.pop("env_wrapper", None)
+    hyperparams["policy_kwargs"] = eval(hyperparams["policy_kwargs"])
+    env = make_vec_env(env_id, n_envs=1, wrapper_class=wrapper)
+    model = ZOO_ALGOS[algo][0](env=env, buffer_size=1000, **hyperparams)
+    if algo == "sac_maxdiff":
+        assert isinstance(env.envs[0], PathEntropyReward)
+    if algo in ("sac", "sac_maxdiff"):
+        reward_scale = 0.25 if "PointMass" in env_id else 100 if "Swimmer" in env_id else 5
+        assert model.gamma == 0.99 and model.ent_coef_tensor.item() == pytest.approx(1 / reward_scale)
+        assert model.tau == (0.01 if "PointMass" in env_id else 0.005)
+    if algo == "maxdiff":
+        assert model.policy.planner.path_entropy is not None and model.control_cost is False
+
+
+def test_point_mass_alpha_schedule_from_yaml():
+    hyperparams = yaml.safe_load((HYPERPARAMS_DIR / "maxdiff.yml").read_text())
+    pm = hyperparams["sb3_maxdiff/PointMass-beta0_01-v0"]["alpha"]
+    assert pm == {"values": [0.5, 5.0], "boundaries": [1000]}
+    assert hyperparams["sb3_maxdiff/PointMass-beta0_001-v0"]["alpha"] == {"values": [0.2, 25.0], "boundaries": [500]}
+
+
+def test_with_defaults():
+    argv = with_defaults(["--algo", "maxdiff", "--env", "sb3_maxdiff/Ant-v0"])
+    assert argv[-2:] == ["--conf-file", str(HYPERPARAMS_DIR / "maxdiff.yml")]
+    assert with_defaults(["--algo", "nnmppi", "-conf", "mine.yml"]) == ["--algo", "nnmppi", "-conf", "mine.yml"]
+    assert "--conf-file" not in with_defaults(["--algo", "ppo"])
+    optimize = with_defaults(["--algo", "nnmppi", "--env", "sb3_maxdiff/Ant-v0", "-optimize", "-f", "/tmp/x"])
+    assert "sqlite:////tmp/x/optuna.db" in optimize and "nnmppi-sb3_maxdiff_Ant-v0" in optimize
+    given = with_defaults(["--algo", "nnmppi", "-optimize", "--storage", "postgresql://h/db", "--study-name", "s"])
+    assert given.count("--storage") == 1 and given.count("--study-name") == 1
+
+
+def test_register_with_zoo():
+    register_with_zoo()
+    from rl_zoo3 import hyperparams_opt, utils
+
+    for name in ZOO_ALGOS:
+        assert name in utils.ALGOS and name in hyperparams_opt.HYPERPARAMS_SAMPLER
+    trial = optuna.create_study().ask()
+    params = hyperparams_opt.HYPERPARAMS_SAMPLER["maxdiff"](trial, 2, 1, {})
+    assert set(params) == {"horizon", "n_samples", "temperature", "noise_std", "alpha"}
+
+
+def run(module: str, *args: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], cwd=cwd, check=True, timeout=300, capture_output=True, text=True
+    )
+
+
+TINY = ["-params", "horizon:5", "n_samples:16", "learning_starts:50"]
+
+
+def test_train_and_enjoy(tmp_path):
+    env = "sb3_maxdiff/PointMass-beta0_01-v0"
+    run("sb3_maxdiff.train", "--algo", "maxdiff", "--env", env, "-n", "200", "--eval-freq", "-1", *TINY, cwd=tmp_path)
+    assert (
+        tmp_path / "logs" / "maxdiff" / "sb3_maxdiff-PointMass-beta0_01-v0_1" / "sb3_maxdiff-PointMass-beta0_01-v0.zip"
+    ).exists()
+    out = run("sb3_maxdiff.enjoy", "--algo", "maxdiff", "--env", env, "-f", "logs", "--no-render", "-n", "1000", cwd=tmp_path)
+    assert "Mean reward" in out.stdout
+
+
+def test_optimize_shares_one_sqlite_study_between_two_processes(tmp_path):
+    command = [
+        sys.executable, "-m", "sb3_maxdiff.train", "--algo", "nnmppi", "--env", "sb3_maxdiff/PointMass-beta1-v0",
+        "-n", "60", "-optimize", "--n-trials", "1", "--n-evaluations", "1", "--eval-episodes", "1", "--sampler", "random",
+        "--env-kwargs", "max_episode_steps:10", "--eval-env-kwargs", "max_episode_steps:10", "-params", "learning_starts:20",
+    ]  # fmt: skip
+    processes = [
+        subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)
+    ]
+    assert [p.wait(timeout=300) for p in processes] == [0, 0]
+    study = optuna.load_study(
+        study_name="nnmppi-sb3_maxdiff_PointMass-beta1-v0", storage=f"sqlite:///{tmp_path / 'logs' / 'optuna.db'}"
+    )
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2
