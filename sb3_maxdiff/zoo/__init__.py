@@ -63,6 +63,10 @@ def register_with_zoo() -> None:
     hyperparams_opt.HYPERPARAMS_CONVERTER.setdefault("sac_maxdiff", hyperparams_opt.HYPERPARAMS_CONVERTER["sac"])
 
 
+# what a concurrent creation of the same study or database schema raises
+RACE_ERRORS = (optuna.exceptions.DuplicatedStudyError, optuna.exceptions.StorageInternalError, sqlalchemy.exc.SQLAlchemyError)
+
+
 def ensure_study(storage: str, study_name: str, attempts: int = 5) -> None:
     """
     Create the Optuna study (and its database schema) if it does not exist yet. Processes started at
