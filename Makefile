@@ -1,4 +1,4 @@
-LINT_PATHS = sb3_maxdiff/ tests/ examples/
+LINT_PATHS = sb3_maxdiff/ tests/ examples/ benchmarks/
 
 pytest:
 	python -m pytest -n 2 tests

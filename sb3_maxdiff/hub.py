@@ -5,7 +5,8 @@ Hugging Face Hub sharing with the ecosystem's own packaging code (rl_zoo3 ``push
 results and a model card with metadata::
 
     python -m sb3_maxdiff.hub push --algo maxdiff --env sb3_maxdiff/Swimmer-heavy-v0 -f logs/ -orga <user> --no-render
-    TRUST_REMOTE_CODE=True python -m sb3_maxdiff.hub load --algo maxdiff --env sb3_maxdiff/Swimmer-heavy-v0 -orga <user> -f downloaded/
+    TRUST_REMOTE_CODE=True python -m sb3_maxdiff.hub load --algo maxdiff --env sb3_maxdiff/Swimmer-heavy-v0 \\
+        -orga <user> -f downloaded/
 
 The repository is ``<organization>/<algo>-<env id with '/' as '-'>`` unless ``-name`` says otherwise.
 Loading unpickles the downloaded files, hence rl_zoo3's ``TRUST_REMOTE_CODE=True`` opt-in.

@@ -4,7 +4,8 @@ import torch as th
 from helpers import TargetActionModel, TruePointMassModel
 
 from sb3_maxdiff.common.entropy import make_path_entropy
-from sb3_maxdiff.common.mppi import MPPIPlanner, mppi_weights, smoothing_matrix, warm_start
+from sb3_maxdiff.common.models import DynamicsRewardModel
+from sb3_maxdiff.common.mppi import MPPIPlanner, mppi_weights, rollout, smoothing_matrix, warm_start
 
 
 def test_smoothing_matrix_is_the_recursive_filter():
@@ -112,3 +113,62 @@ def test_diverging_model_gives_finite_actions():
     result = planner.plan(Diverging(), th.ones(2, 3), planner.initial_nominal(2, "cpu"))
     assert th.isfinite(result.actions).all() and th.isfinite(result.nominal).all()
     assert (result.stats[:, -1] > 0).all()  # reported as non-finite
+
+
+def stepped_rollout(model: DynamicsRewardModel, obs: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+    """Reference: call the model one step at a time, as the equations of SPEC section 2 read."""
+    state, total, visited = obs, th.zeros(obs.shape[0], dtype=obs.dtype), []
+    for step in range(actions.shape[1]):
+        visited.append(state)
+        state, reward = model(state, actions[:, step])
+        total = total + reward
+    return total, th.stack(visited, dim=1)
+
+
+@pytest.mark.parametrize("net_arch", [[32], [64, 48], [40, 40, 40]])
+def test_fused_rollout_equals_stepping_the_model(net_arch):
+    th.manual_seed(0)
+    model = DynamicsRewardModel(obs_dim=5, action_dim=3, net_arch=net_arch).double()
+    for parameter in model.parameters():  # larger weights than the init, so that every layer matters
+        parameter.data.normal_(0.0, 0.3)
+    obs, actions = th.randn(7, 5, dtype=th.float64), th.randn(7, 6, 3, dtype=th.float64)
+    with th.no_grad():
+        expected_returns, expected_states = stepped_rollout(model, obs, actions)
+        returns, states = rollout(model, obs, actions, state_bound=1e6, dtype=th.float64)
+    th.testing.assert_close(returns, expected_returns)
+    th.testing.assert_close(states, expected_states)
+
+
+def test_rollout_clamps_states_to_the_bound():
+    model = DynamicsRewardModel(obs_dim=2, action_dim=1, net_arch=[8])
+    with th.no_grad():
+        model.dynamics[-1].bias.fill_(10.0)  # every step adds 10 to each state dim
+        _, states = rollout(model, th.zeros(3, 2), th.zeros(3, 4, 1), state_bound=25.0)
+    th.testing.assert_close(states[0, :, 0], th.tensor([0.0, 10.0, 20.0, 25.0]), atol=0.1, rtol=0)
+
+
+def test_bfloat16_rollout_is_close_to_float32():
+    th.manual_seed(0)
+    model = DynamicsRewardModel(obs_dim=4, action_dim=2, net_arch=[64, 64])
+    for parameter in model.parameters():
+        parameter.data.normal_(0.0, 0.1)
+    obs, actions = th.randn(50, 4), th.randn(50, 8, 2)
+    with th.no_grad():
+        returns, states = rollout(model, obs, actions, 1e6)
+        returns_bf16, states_bf16 = rollout(model, obs, actions, 1e6, th.bfloat16)
+    assert states_bf16.dtype == th.float32 and returns_bf16.dtype == th.float32  # accumulated in float32
+    # bfloat16 keeps 8 significant bits: relative errors of about 1%, not more
+    assert (returns_bf16 - returns).abs().max() <= 0.03 * returns.abs().max()
+    assert (states_bf16 - states).abs().max() <= 0.03 * states.abs().max()
+
+
+def test_bfloat16_planner_acts_like_float32():
+    model = DynamicsRewardModel(obs_dim=4, action_dim=2, net_arch=[64, 64])
+    for parameter in model.parameters():
+        parameter.data.normal_(0.0, 0.2)
+    actions = {}
+    for dtype in ("float32", "bfloat16"):
+        th.manual_seed(0)  # the same noise draws for both
+        planner = MPPIPlanner(action_dim=2, horizon=10, n_samples=200, temperature=0.5, noise_std=0.3, dtype=dtype)
+        actions[dtype] = planner.plan(model, th.randn(3, 4), planner.initial_nominal(3, "cpu")).actions
+    th.testing.assert_close(actions["bfloat16"], actions["float32"], atol=0.03, rtol=0)

@@ -77,11 +77,7 @@ def ensure_study(storage: str, study_name: str, attempts: int = 5) -> None:
         try:
             optuna.create_study(storage=storage, study_name=study_name, direction="maximize", load_if_exists=True)
             return
-        except (
-            optuna.exceptions.DuplicatedStudyError,
-            optuna.exceptions.StorageInternalError,
-            sqlalchemy.exc.SQLAlchemyError,
-        ):
+        except RACE_ERRORS:
             # another process created the schema or the study at the same moment: load it on the next try
             if attempt == attempts - 1:
                 raise

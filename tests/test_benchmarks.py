@@ -1,0 +1,20 @@
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_benchmark_script_runs_with_a_tiny_budget(tmp_path):
+    """The command of BENCHMARKS.md, with one call per figure and a small replay buffer."""
+    out = tmp_path / "bench.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--configs", "point-mass", "--calls", "1",
+               "--buffer-size", "2000", "--fills", "500", "2000", "--bf16-seconds", "0", "--no-scaling",
+               "--json", str(out)]  # fmt: skip
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300).stdout
+    assert "| point-mass |" in printed
+    row = json.loads(out.read_text())["configs"][0]
+    for key in ("plan_ms", "gemm_floor_ms", "mm_floor_ms", "plan_bf16_ms", "update_ms_2000", "step_ms_2000",
+                "baseline_plan_ms", "baseline_step_ms_2000"):  # fmt: skip
+        assert row[key] > 0, key
