@@ -31,6 +31,7 @@ from stable_baselines3.common.logger import configure
 
 import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff import MaxDiffMPPI
+from sb3_maxdiff.common.entropy import make_path_entropy
 from sb3_maxdiff.common.models import DynamicsRewardModel
 from sb3_maxdiff.common.mppi import MPPIPlanner, _pad_columns
 
@@ -223,10 +224,10 @@ def measure_scaling(args: argparse.Namespace) -> list[dict]:
     """Planner call against K * H (one environment) and against the number of environments (K 500, H 40)."""
     config = CONFIGS["swimmer"]
     model = DynamicsRewardModel(10, 2, config.net_arch).to(args.device)
-    entropy = make_algorithm(config, "cpu", 10).policy.planner.path_entropy
     rows = []
     grid = [(n_samples, horizon, 1) for n_samples in (125, 250, 500, 1000) for horizon in (10, 20, 40)]
     grid += [(500, 40, n_envs) for n_envs in (2, 4, 8)]
+    entropy = make_path_entropy(10, min(horizon for _, horizon, _ in grid), config.explr_dims, config.explr_weights)
     for n_samples, horizon, n_envs in grid:
         planner = MPPIPlanner(2, horizon, n_samples, 0.1, 0.3, control_cost=False, path_entropy=entropy)
         obs = th.randn(n_envs, 10, device=args.device)

@@ -64,6 +64,13 @@ def mppi_weights(scores: th.Tensor, temperature: float) -> th.Tensor:
 PLANNER_DTYPES = {"float32": th.float32, "bfloat16": th.bfloat16}
 
 
+def planner_compute_dtype(name: str) -> th.dtype:
+    """The torch dtype of a ``planner_dtype`` option, with a clear error for any other value."""
+    if name not in PLANNER_DTYPES:
+        raise ValueError(f"planner_dtype must be one of {sorted(PLANNER_DTYPES)}, got {name!r}")
+    return PLANNER_DTYPES[name]
+
+
 def _linear_params(layers: th.nn.ModuleList, dtype: th.dtype) -> list[tuple[th.Tensor, th.Tensor]]:
     """(W^T, b) of each layer in the compute dtype, W^T contiguous for ``addmm``."""
     return [(layer.weight.detach().to(dtype).t().contiguous(), layer.bias.detach().to(dtype)) for layer in layers]
@@ -176,8 +183,7 @@ class MPPIPlanner:
         state_bound: float = 1e6,
         dtype: str = "float32",
     ):
-        if dtype not in PLANNER_DTYPES:
-            raise ValueError(f"planner_dtype must be one of {sorted(PLANNER_DTYPES)}, got {dtype!r}")
+        self.compute_dtype = planner_compute_dtype(dtype)
         self.action_dim = action_dim
         self.horizon = horizon
         self.n_samples = n_samples
@@ -232,7 +238,7 @@ class MPPIPlanner:
         # 3. one batched rollout over E * K samples
         start = obs[:, None].expand(n_envs, n_samples, obs.shape[-1]).reshape(n_envs * n_samples, -1)
         returns, states = rollout(
-            model, start, samples.reshape(n_envs * n_samples, horizon, -1), self.state_bound, PLANNER_DTYPES[self.dtype]
+            model, start, samples.reshape(n_envs * n_samples, horizon, -1), self.state_bound, self.compute_dtype
         )
         returns = returns.view(n_envs, n_samples)
         # 4. scores: predicted return, control term (NN-MPPI), path entropy (MaxDiff)

@@ -25,7 +25,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.entropy import PathEntropy
-from sb3_maxdiff.common.mppi import PLANNER_DTYPES, STAT_NAMES, MPPIPlanner
+from sb3_maxdiff.common.mppi import STAT_NAMES, MPPIPlanner, planner_compute_dtype
 from sb3_maxdiff.nnmppi.policies import MlpPolicy, MPPIPolicy
 
 SelfNNMPPI = TypeVar("SelfNNMPPI", bound="NNMPPI")
@@ -88,8 +88,9 @@ class NNMPPI(OffPolicyAlgorithm):
     :param noise_std: std sigma of the sampling noise (> 0); 0.3 in every published run
     :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the sample scores (as published)
     :param clip_samples: clip sampled actions to the action bounds inside the rollouts (the published runs did not)
-    :param planner_dtype: compute dtype of the planner's model rollouts: "float32", or "bfloat16" (about
-        twice as fast on CPUs and GPUs with bfloat16 matrix units; the model is trained in float32 either way)
+    :param planner_dtype: compute dtype of the planner's model rollouts, "float32" or "bfloat16" (the model
+        is trained in float32 either way). bfloat16 only pays off on hardware with bfloat16 matrix units; on
+        AVX2-only CPUs it is about 40x slower (BENCHMARKS.md)
     :param replay_buffer_kwargs: keyword arguments of :class:`NextActionReplayBuffer`
     :param policy_kwargs: policy keyword arguments (``net_arch``, ``activation_fn``, ``optimizer_kwargs``, ...)
     :param stats_window_size: window of the rollout logging averages
@@ -140,8 +141,7 @@ class NNMPPI(OffPolicyAlgorithm):
         _check_positive("batch_size", batch_size, integer=True)
         _check_positive("temperature", temperature)
         _check_positive("noise_std", noise_std)
-        if planner_dtype not in PLANNER_DTYPES:
-            raise ValueError(f"planner_dtype must be one of {sorted(PLANNER_DTYPES)}, got {planner_dtype!r}")
+        planner_compute_dtype(planner_dtype)  # raises on an unknown dtype, before SB3's setup
         super().__init__(
             policy,
             env,  # type: ignore[arg-type]
