@@ -2,18 +2,19 @@
 
 import sys
 
-from sb3_maxdiff.experiments import single_shot, transfer
+from sb3_maxdiff.experiments import report, runner, single_shot, transfer
 
-COMMANDS = {"single-shot": single_shot.main, "transfer": transfer.main}
+COMMANDS = {"run": runner.main, "report": report.main, "single-shot": single_shot.main, "transfer": transfer.main}
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] not in COMMANDS:
         print(f"usage: python -m sb3_maxdiff.experiments {{{','.join(COMMANDS)}}} [options]; add -h for a command's options")
         raise SystemExit(2)
-    COMMANDS[argv[0]](argv[1:], prog=f"python -m sb3_maxdiff.experiments {argv[0]}")
+    code = COMMANDS[argv[0]](argv[1:], prog=f"python -m sb3_maxdiff.experiments {argv[0]}")
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

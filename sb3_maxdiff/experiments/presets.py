@@ -1,0 +1,239 @@
+"""
+The paper's experiments as presets: a grid of (setting, method) cells, each a training environment and
+the algorithm's keyword arguments, at three budgets (``paper``, ``reduced``, ``smoke``).
+
+The hyperparameters come from the RL Zoo files in ``hyperparams/`` (the published settings, SPEC
+section 5); a preset only states what differs from them (an alpha of a sweep, single-shot samples).
+"""
+
+import ast
+import dataclasses
+from functools import cache
+from typing import Any
+
+import yaml
+
+from sb3_maxdiff.envs import ANT, HALF_CHEETAH, POINT_MASS_BETAS, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
+
+METHODS = ("maxdiff", "nnmppi", "sac")
+METHOD_LABELS = {"maxdiff": "MaxDiff", "nnmppi": "NN-MPPI", "sac": "SAC"}
+BUDGETS = ("paper", "reduced", "smoke")
+SWIMMER_ALPHAS = (1.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """
+    How much of an experiment to run.
+
+    :param steps: environment steps per run, by environment family (``"point-mass"``, ``"mujoco"``)
+    :param seeds: default number of seeds per cell
+    :param eval_episodes: episodes per seed for the final evaluation of a multi-shot run
+    :param window: single-shot window length (environment steps)
+    :param max_episode_steps: override of the episode length (``None``: the environment's 1000)
+    :param checkpoint_every: save model and replay buffer every this many steps (0: never)
+    :param shrink: smaller networks and planner, for tests only
+    """
+
+    steps: dict[str, int]
+    seeds: int
+    eval_episodes: int
+    window: int = 1000
+    max_episode_steps: int | None = None
+    checkpoint_every: int = 0
+    shrink: bool = False
+
+
+BUDGET_SETTINGS: dict[str, Budget] = {
+    "paper": Budget({"point-mass": 100_000, "mujoco": 1_000_000}, seeds=10, eval_episodes=100, checkpoint_every=50_000),
+    "reduced": Budget({"point-mass": 10_000, "mujoco": 20_000}, seeds=5, eval_episodes=5, checkpoint_every=5_000),
+    "smoke": Budget(
+        {"point-mass": 300, "mujoco": 300}, seeds=2, eval_episodes=1, window=100, max_episode_steps=100, shrink=True
+    ),
+}
+
+# for tests: tiny networks and planner, updates from step 50
+SMOKE_MPPI = dict(
+    n_samples=16, horizon=5, batch_size=32, gradient_steps=1, learning_starts=50, policy_kwargs={"net_arch": [16, 16]}
+)
+SMOKE_SAC = dict(batch_size=32, learning_starts=50, policy_kwargs={"net_arch": [16, 16]})
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """
+    One (setting, method) pair of an experiment.
+
+    :param setting: the experimental condition, e.g. ``"beta=0.01"``
+    :param method: ``"maxdiff"``, ``"nnmppi"`` or ``"sac"``
+    :param env_id: training environment
+    :param overrides: algorithm keyword arguments on top of the published ones
+    :param single_shot: one never-reset episode for the whole run
+    :param eval_env_ids: environments the final policy is evaluated on (multi-shot); default ``env_id``
+    """
+
+    setting: str
+    method: str
+    env_id: str
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
+    single_shot: bool = False
+    eval_env_ids: tuple[str, ...] = ()
+
+    @property
+    def family(self) -> str:
+        return "point-mass" if "PointMass" in self.env_id else "mujoco"
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """An experiment of the paper: its cells, the figure it reproduces, and the published numbers."""
+
+    name: str
+    figure: str
+    cells: tuple[Cell, ...]
+    # (setting, method) -> (mean, std) of the published final evaluation
+    published_final: dict[tuple[str, str], tuple[float, float]] = dataclasses.field(default_factory=dict)
+    # (setting, method) -> {steps: mean training return over seeds}
+    published_curve: dict[tuple[str, str], dict[int, float]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def settings(self) -> list[str]:
+        return list(dict.fromkeys(cell.setting for cell in self.cells))
+
+    @property
+    def methods(self) -> list[str]:
+        return list(dict.fromkeys(cell.method for cell in self.cells))
+
+
+def _grid(settings: dict[str, str], methods: tuple[str, ...] = METHODS, **cell_kwargs: Any) -> tuple[Cell, ...]:
+    return tuple(Cell(setting, method, env_id, **cell_kwargs) for setting, env_id in settings.items() for method in methods)
+
+
+def _single_shot_cells(settings: dict[str, str], maxdiff: dict[str, Any], planner: dict[str, Any]) -> tuple[Cell, ...]:
+    overrides = {"maxdiff": {**planner, **maxdiff}, "nnmppi": planner, "sac": {}}
+    return tuple(
+        Cell(setting, method, env_id, overrides[method], single_shot=True)
+        for setting, env_id in settings.items()
+        for method in METHODS
+    )
+
+
+_PM_FINAL = {
+    "1": (-56.5, 8.5, -24.1, 3.3, -127.0, 25.9),
+    "0.1": (-62.6, 23.9, -44.5, 9.1, -165.2, 31.8),
+    "0.01": (-269.9, 257.0, -355.0, 322.0, -646.2, 300.0),
+    "0.001": (-629.6, 278.0, -862.0, 217.0, -975.4, 100.0),
+}
+_PM_CURVE = {
+    ("beta=0.01", "maxdiff"): {10_000: -560.0, 20_000: -385.0},
+    ("beta=0.01", "nnmppi"): {10_000: -942.0, 20_000: -633.0},
+    ("beta=0.01", "sac"): {10_000: -2270.0, 20_000: -1839.0},
+    ("beta=1", "maxdiff"): {10_000: -74.0, 20_000: -54.0},
+    ("beta=1", "nnmppi"): {10_000: -49.0, 20_000: -40.0},
+    ("beta=1", "sac"): {10_000: -467.0, 20_000: -266.0},
+}
+_SWIMMER_FINAL = {"heavy": (151.7, 11.2, 33.6, 10.6, 33.5, 17.7), "light": (375.3, 10.2, 331.7, 100.0, 96.4, 20.4)}
+
+
+def _final_table(numbers: dict[str, tuple[float, ...]], setting_format: str) -> dict[tuple[str, str], tuple[float, float]]:
+    return {
+        (setting_format.format(key), method): (values[2 * index], values[2 * index + 1])
+        for key, values in numbers.items()
+        for index, method in enumerate(METHODS)
+    }
+
+
+PRESETS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (
+        Preset(
+            "point-mass-beta",
+            "Fig. 1: point mass, controllability beta in {1, 0.1, 0.01, 0.001}",
+            _grid({f"beta={beta}": point_mass_id(beta) for beta in POINT_MASS_BETAS}),
+            _final_table(_PM_FINAL, "beta={}"),
+            _PM_CURVE,
+        ),
+        Preset(
+            "swimmer-alpha",
+            "Fig. 3b: MaxDiff on the heavy-tail swimmer across alpha",
+            tuple(Cell(f"alpha={alpha:g}", "maxdiff", SWIMMER_HEAVY, {"alpha": alpha}) for alpha in SWIMMER_ALPHAS),
+        ),
+        Preset(
+            "swimmer-methods",
+            "Fig. 3c: MaxDiff (alpha 100) vs NN-MPPI vs SAC on the heavy- and light-tail swimmer",
+            _grid({"heavy": SWIMMER_HEAVY, "light": SWIMMER_LIGHT}),
+            _final_table(_SWIMMER_FINAL, "{}"),
+        ),
+        Preset(
+            "swimmer-transfer",
+            "Fig. 4: trained on one tail, evaluated on both",
+            _grid(
+                {"trained light": SWIMMER_LIGHT, "trained heavy": SWIMMER_HEAVY},
+                eval_env_ids=(SWIMMER_LIGHT, SWIMMER_HEAVY),
+            ),
+        ),
+        Preset(
+            "single-shot",
+            "Fig. 5: single-shot swimmer (alpha 50, K 1000) and Ant (alpha 15)",
+            _single_shot_cells({"swimmer": SWIMMER_HEAVY}, {"alpha": 50.0}, {"n_samples": 1000})
+            + _single_shot_cells({"ant": ANT}, {"alpha": 15.0}, {}),
+        ),
+        Preset(
+            "ant-halfcheetah",
+            "Supplementary: Ant and HalfCheetah, multi-shot and single-shot (K 1000 for HalfCheetah)",
+            _grid({"ant multi-shot": ANT, "halfcheetah multi-shot": HALF_CHEETAH})
+            + _single_shot_cells({"ant single-shot": ANT}, {"alpha": 15.0}, {})
+            + _single_shot_cells({"halfcheetah single-shot": HALF_CHEETAH}, {}, {"n_samples": 1000}),
+        ),
+    )
+}
+
+
+def get_preset(name: str) -> Preset:
+    if name not in PRESETS:
+        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {name!r}")
+    return PRESETS[name]
+
+
+def get_budget(name: str) -> Budget:
+    if name not in BUDGET_SETTINGS:
+        raise ValueError(f"budget must be one of {list(BUDGET_SETTINGS)}, got {name!r}")
+    return BUDGET_SETTINGS[name]
+
+
+def _literal_policy_kwargs(text: str) -> dict[str, Any]:
+    """``"dict(net_arch=[128, 128])"`` (RL Zoo's notation) as a dict, literals only."""
+    error = ValueError(f"policy_kwargs must be of the form dict(key=literal, ...), got {text!r}")
+    call = ast.parse(text, mode="eval").body
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "dict" and not call.args):
+        raise error
+    try:
+        return {keyword.arg: ast.literal_eval(keyword.value) for keyword in call.keywords}
+    except ValueError:
+        raise error from None
+
+
+@cache
+def _zoo_file(method: str) -> dict[str, Any]:
+    from sb3_maxdiff.zoo import HYPERPARAMS_DIR, ZOO_ALGOS
+
+    with open(HYPERPARAMS_DIR / ZOO_ALGOS[method][1]) as file:
+        return yaml.safe_load(file)
+
+
+def published_kwargs(method: str, env_id: str) -> dict[str, Any]:
+    """The algorithm keyword arguments of ``hyperparams/<method>.yml`` for ``env_id``."""
+    entry = dict(_zoo_file(method)[env_id])
+    for key in ("n_timesteps", "policy"):
+        entry.pop(key, None)
+    if isinstance(entry.get("policy_kwargs"), str):
+        entry["policy_kwargs"] = _literal_policy_kwargs(entry["policy_kwargs"])
+    return entry
+
+
+def cell_kwargs(cell: Cell, budget: Budget) -> dict[str, Any]:
+    """Everything the algorithm of ``cell`` is built with under ``budget``."""
+    kwargs = {**published_kwargs(cell.method, cell.env_id), **cell.overrides}
+    if budget.shrink:
+        kwargs.update(SMOKE_SAC if cell.method == "sac" else SMOKE_MPPI)
+    return kwargs

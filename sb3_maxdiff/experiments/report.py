@@ -1,0 +1,368 @@
+"""
+Summarise the finished runs under a results folder: for every (preset, budget) a ``REPORT.md`` (mean
++/- std per method and setting, Welch's t-tests on pooled episodes and on per-seed means, the published
+numbers beside ours) and paper-style figures (learning curves with mean +/- std across seeds, bar
+charts of the final evaluation), written next to the runs.
+
+    python -m sb3_maxdiff.experiments report results
+"""
+
+import argparse
+import csv
+import itertools
+import json
+import math
+import os
+from collections import defaultdict
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from sb3_maxdiff.experiments.presets import METHOD_LABELS, PRESETS, Preset
+from sb3_maxdiff.experiments.runner import RESULT_FILE, RunSpec
+from sb3_maxdiff.experiments.stats import compare, format_pvalue, summarize, welch_ttest
+
+
+class Run(NamedTuple):
+    """A finished run: its spec, its learning curve (steps, returns) and its result."""
+
+    spec: RunSpec
+    curve_steps: np.ndarray
+    curve_returns: np.ndarray
+    result: dict[str, Any]
+
+
+def _read_curve(run_dir: str, spec: RunSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Episode (multi-shot) or window (single-shot) returns, at the step count where each ended."""
+    if spec.single_shot:
+        with open(os.path.join(run_dir, "windows.csv")) as file:
+            rows = list(csv.DictReader(file))
+        return np.array([int(row["timesteps"]) for row in rows]), np.array([float(row["window_return"]) for row in rows])
+    with open(os.path.join(run_dir, "monitor.csv")) as file:
+        rows = list(csv.DictReader(line for line in file if not line.startswith("#")))
+    return np.cumsum([int(row["l"]) for row in rows]), np.array([float(row["r"]) for row in rows])
+
+
+def load_runs(root: str) -> dict[tuple[str, str], list[Run]]:
+    """Every finished run under ``root``, grouped by (preset, budget)."""
+    groups: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    for directory, _, files in sorted(os.walk(root)):
+        if RESULT_FILE not in files:
+            continue
+        with open(os.path.join(directory, RESULT_FILE)) as file:
+            result = json.load(file)
+        spec = RunSpec.from_json(result["spec"])
+        groups[(spec.preset, spec.budget)].append(Run(spec, *_read_curve(directory, spec), result))
+    return dict(groups)
+
+
+def value_at(steps: np.ndarray, returns: np.ndarray, at: np.ndarray, running_max: bool = False) -> np.ndarray:
+    """The return of the last episode (window) finished by each step of ``at``; NaN before the first."""
+    values = np.maximum.accumulate(returns) if running_max and len(returns) else returns
+    index = np.searchsorted(steps, at, side="right") - 1
+    return np.where(index >= 0, values[np.clip(index, 0, None)] if len(values) else np.nan, np.nan)
+
+
+def _cells(runs: list[Run]) -> dict[tuple[str, str], list[Run]]:
+    cells: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    for run in runs:
+        cells[(run.spec.setting, run.spec.method)].append(run)
+    return cells
+
+
+def _ordered(preset: Preset | None, runs: list[Run]) -> tuple[list[str], list[str]]:
+    """Settings and methods in the preset's order (the order found for unknown presets)."""
+    settings = list(dict.fromkeys(run.spec.setting for run in runs))
+    methods = list(dict.fromkeys(run.spec.method for run in runs))
+    if preset is not None:
+        settings = [s for s in preset.settings if s in settings] + [s for s in settings if s not in preset.settings]
+        methods = [m for m in preset.methods if m in methods] + [m for m in methods if m not in preset.methods]
+    return settings, methods
+
+
+def _fmt(mean: float, std: float) -> str:
+    return "n/a" if math.isnan(mean) else f"{mean:.1f} +/- {std:.1f}"
+
+
+def _welch_cell(result: Any) -> str:
+    return (
+        "n/a"
+        if math.isnan(result.pvalue)
+        else f"t = {result.statistic:.2f}, dof = {result.dof:.1f}, p = {format_pvalue(result.pvalue)}"
+    )
+
+
+def _eval_by_env(runs: list[Run]) -> dict[str, list[list[float]]]:
+    """Evaluation environment -> per-seed lists of episode returns."""
+    by_env: dict[str, list[list[float]]] = defaultdict(list)
+    for run in sorted(runs, key=lambda run: run.spec.seed):
+        for env_id, returns in run.result.get("eval_returns", {}).items():
+            by_env[env_id].append(returns)
+    return dict(by_env)
+
+
+def _short(env_id: str) -> str:
+    return env_id.split("/")[-1]
+
+
+def multi_shot_tables(preset: Preset | None, runs: list[Run]) -> list[str]:
+    """Markdown: final evaluation per cell, then the pairwise tests."""
+    settings, methods = _ordered(preset, runs)
+    cells = _cells(runs)
+    published = preset.published_final if preset else {}
+    lines = [
+        "## Final evaluation",
+        "",
+        "Mean +/- std of the final policy's episode returns: pooled over all episodes of all seeds, and "
+        "of the per-seed means.",
+        "",
+        "| setting | evaluated on | method | seeds | episodes | pooled episodes | per-seed means | published (paper budget) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    tests = []
+    for setting in settings:
+        evals = {method: _eval_by_env(cells.get((setting, method), [])) for method in methods}
+        for env_id in sorted({env for by_env in evals.values() for env in by_env}):
+            for method in methods:
+                per_seed = evals[method].get(env_id, [])
+                if not per_seed:
+                    continue
+                pooled = summarize([value for seed in per_seed for value in seed])
+                means = summarize([float(np.mean(seed)) for seed in per_seed])
+                paper = published.get((setting, method))
+                paper_text = _fmt(*paper) if paper else "-"
+                lines.append(
+                    f"| {setting} | {_short(env_id)} | {METHOD_LABELS.get(method, method)} | {len(per_seed)} | "
+                    f"{pooled.n} | {_fmt(pooled.mean, pooled.std)} | {_fmt(means.mean, means.std)} | {paper_text} |"
+                )
+            for a, b in itertools.combinations(methods, 2):
+                if evals[a].get(env_id) and evals[b].get(env_id):
+                    result = compare(evals[a][env_id], evals[b][env_id])
+                    tests.append(
+                        f"| {setting} | {_short(env_id)} | {METHOD_LABELS.get(a, a)} vs {METHOD_LABELS.get(b, b)} | "
+                        f"{_welch_cell(result.pooled)} | {_welch_cell(result.per_seed)} |"
+                    )
+    if tests:
+        lines += [
+            "",
+            "## Welch's t-tests (unpaired, two-sided)",
+            "",
+            "| setting | evaluated on | comparison | pooled episodes | per-seed means |",
+            "|---|---|---|---|---|",
+            *tests,
+        ]
+    return lines
+
+
+def single_shot_tables(preset: Preset | None, runs: list[Run]) -> list[str]:
+    """Markdown: terminal window return and final x distance per cell (n = seeds), and the tests."""
+    settings, methods = _ordered(preset, runs)
+    cells = _cells(runs)
+    lines = [
+        "## Single-shot: terminal window return and final distance along x",
+        "",
+        "| setting | method | seeds | terminal window return | final x distance |",
+        "|---|---|---|---|---|",
+    ]
+    metrics: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+    for setting, method in itertools.product(settings, methods):
+        cell_runs = cells.get((setting, method), [])
+        if not cell_runs:
+            continue
+        terminal = [run.result["window_returns"][-1] for run in cell_runs if run.result.get("window_returns")]
+        distance = [run.result["final_distance"] for run in cell_runs]
+        metrics[(setting, method)] = (terminal, distance)
+        lines.append(
+            f"| {setting} | {METHOD_LABELS.get(method, method)} | {len(cell_runs)} | "
+            f"{_fmt(*summarize(terminal)[:2])} | {_fmt(*summarize(distance)[:2])} |"
+        )
+    tests = []
+    for setting in settings:
+        for a, b in itertools.combinations(methods, 2):
+            if (setting, a) in metrics and (setting, b) in metrics:
+                window = welch_ttest(metrics[(setting, a)][0], metrics[(setting, b)][0])
+                distance = welch_ttest(metrics[(setting, a)][1], metrics[(setting, b)][1])
+                label = f"{METHOD_LABELS.get(a, a)} vs {METHOD_LABELS.get(b, b)}"
+                tests.append(f"| {setting} | {label} | {_welch_cell(window)} | {_welch_cell(distance)} |")
+    if tests:
+        lines += [
+            "",
+            "## Welch's t-tests (unpaired, two-sided, n = seeds)",
+            "",
+            "| setting | comparison | terminal window return | final x distance |",
+            "|---|---|---|---|",
+            *tests,
+        ]
+    return lines
+
+
+def curve_table(preset: Preset | None, runs: list[Run]) -> list[str]:
+    """Markdown: our training return at the step counts the paper reports, beside the published mean."""
+    if preset is None or not preset.published_curve:
+        return []
+    cells = _cells(runs)
+    lines = [
+        "## Training return at the paper's step counts",
+        "",
+        "Return of the last training episode finished by that step (mean +/- std over seeds; raw, not "
+        "running maximum), beside the published mean over the paper's seeds.",
+        "",
+        "| setting | method | steps | seeds | ours | published |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (setting, method), published in preset.published_curve.items():
+        cell_runs = cells.get((setting, method), [])
+        for steps, paper in sorted(published.items()):
+            if not cell_runs or max(run.spec.steps for run in cell_runs) < steps:
+                continue
+            ours = [float(value_at(run.curve_steps, run.curve_returns, np.array([steps]))[0]) for run in cell_runs]
+            ours = [value for value in ours if not math.isnan(value)]
+            lines.append(
+                f"| {setting} | {METHOD_LABELS.get(method, method)} | {steps:,} | {len(ours)} | "
+                f"{_fmt(*summarize(ours)[:2])} | {paper:.0f} |"
+            )
+    return lines if len(lines) > 6 else []
+
+
+def _curve_grid(runs: list[Run]) -> np.ndarray:
+    step = runs[0].spec.window if runs[0].spec.single_shot else (runs[0].spec.max_episode_steps or 1000)
+    return np.arange(step, max(run.spec.steps for run in runs) + 1, step)
+
+
+def plot_learning_curves(preset: Preset | None, runs: list[Run], path: str, running_max: bool = False) -> None:
+    """One panel per setting: mean +/- std across seeds of the episode (window) return of each method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    settings, methods = _ordered(preset, runs)
+    cells = _cells(runs)
+    columns = min(4, len(settings))
+    rows = math.ceil(len(settings) / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), squeeze=False)
+    kind = "running max of " if running_max else ""
+    unit = "window" if runs[0].spec.single_shot else "episode"
+    for axis, setting in zip(axes.flat, settings):
+        for method in methods:
+            cell_runs = cells.get((setting, method), [])
+            if not cell_runs:
+                continue
+            grid = _curve_grid(cell_runs)
+            values = np.array([value_at(run.curve_steps, run.curve_returns, grid, running_max) for run in cell_runs])
+            with np.errstate(all="ignore"):
+                mean, std = np.nanmean(values, axis=0), np.nanstd(values, axis=0)
+            label = f"{METHOD_LABELS.get(method, method)} (n={len(cell_runs)})"
+            (line,) = axis.plot(grid, mean, label=label)
+            axis.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.2)
+        axis.set_title(setting)
+        axis.set_xlabel("environment steps")
+        axis.set_ylabel(f"{kind}{unit} return")
+        axis.legend(fontsize=8)
+    for axis in list(axes.flat)[len(settings) :]:
+        axis.set_visible(False)
+    figure.suptitle(
+        f"{kind}{unit} return, mean +/- std across seeds" if kind else f"raw {unit} return, mean +/- std across seeds"
+    )
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def plot_final_bars(preset: Preset | None, runs: list[Run], path: str) -> None:
+    """Bars of the final evaluation (multi-shot: pooled episodes; single-shot: final distance over seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    settings, methods = _ordered(preset, runs)
+    cells = _cells(runs)
+    groups: list[tuple[str, dict[str, list[float]]]] = []
+    for setting in settings:
+        if runs[0].spec.single_shot:
+            values = {m: [run.result["final_distance"] for run in cells.get((setting, m), [])] for m in methods}
+            groups.append((setting, values))
+            continue
+        evals = {method: _eval_by_env(cells.get((setting, method), [])) for method in methods}
+        env_ids = sorted({env for by_env in evals.values() for env in by_env})
+        for env_id in env_ids:
+            label = setting if len(env_ids) == 1 else f"{setting}\non {_short(env_id)}"
+            groups.append((label, {m: [v for seed in evals[m].get(env_id, []) for v in seed] for m in methods}))
+    width = 0.8 / len(methods)
+    figure, axis = plt.subplots(figsize=(max(5.0, 1.6 * len(groups)), 3.8))
+    for index, method in enumerate(methods):
+        stats = [summarize(values.get(method, [])) for _, values in groups]
+        positions = np.arange(len(groups)) + (index - (len(methods) - 1) / 2) * width
+        axis.bar(
+            positions,
+            [s.mean for s in stats],
+            width,
+            yerr=[s.std for s in stats],
+            capsize=3,
+            label=METHOD_LABELS.get(method, method),
+        )
+    axis.set_xticks(np.arange(len(groups)), [label for label, _ in groups], fontsize=8)
+    axis.set_ylabel("final x distance (per seed)" if runs[0].spec.single_shot else "evaluation return (pooled episodes)")
+    axis.set_title("mean +/- std")
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def write_report(root: str, preset_name: str, budget: str, runs: list[Run], running_max: bool = False) -> str:
+    """Write ``REPORT.md`` and the figures for one (preset, budget); returns the report's path."""
+    preset = PRESETS.get(preset_name)
+    folder = os.path.join(root, preset_name, budget)
+    os.makedirs(folder, exist_ok=True)
+    seeds = sorted({run.spec.seed for run in runs})
+    single = [run for run in runs if run.spec.single_shot]
+    multi = [run for run in runs if not run.spec.single_shot]
+    lines = [
+        f"# {preset_name}, {budget} budget",
+        "",
+        preset.figure if preset else "",
+        "",
+        f"{len(runs)} finished runs; seeds {seeds}; {sorted({run.spec.steps for run in runs})} environment steps per run; "
+        f"{sorted({run.spec.eval_episodes for run in multi})} evaluation episodes per seed (multi-shot). "
+        "Published numbers are at the paper budget (SPEC sections 5-6), not necessarily at our step counts.",
+        "",
+    ]
+    figures = []
+    for part, kind in ((multi, "multi_shot"), (single, "single_shot")):
+        if not part:
+            continue
+        if kind == "multi_shot":
+            lines += [*multi_shot_tables(preset, part), "", *curve_table(preset, part), ""]
+        else:
+            lines += [*single_shot_tables(preset, part), ""]
+        curves, bars = f"{kind}_learning_curves.png", f"{kind}_final.png"
+        plot_learning_curves(preset, part, os.path.join(folder, curves), running_max)
+        plot_final_bars(preset, part, os.path.join(folder, bars))
+        figures += [curves, bars]
+    lines += ["## Figures", ""] + [f"![{name}]({name})" for name in figures]
+    path = os.path.join(folder, "REPORT.md")
+    with open(path, "w") as file:
+        file.write("\n".join(lines).replace("\n\n\n", "\n\n") + "\n")
+    return path
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", help="the --out folder of `run`")
+    parser.add_argument("--preset", default=None, help="only this preset")
+    parser.add_argument("--budget", default=None, help="only this budget")
+    parser.add_argument("--running-max", action="store_true", help="plot the running maximum of the returns (as the paper)")
+    args = parser.parse_args(argv)
+    groups = {
+        key: runs
+        for key, runs in load_runs(args.results).items()
+        if (args.preset is None or key[0] == args.preset) and (args.budget is None or key[1] == args.budget)
+    }
+    if not groups:
+        print(f"no finished runs under {args.results}")
+        return 1
+    for (preset_name, budget), runs in sorted(groups.items()):
+        print(write_report(args.results, preset_name, budget, runs, args.running_max))
+    return 0

@@ -1,0 +1,81 @@
+"""
+Statistics of the paper's protocol (SPEC section 6): Welch's unpaired two-sided t-test between two
+methods, on pooled evaluation episodes and on per-seed means, and mean +/- std summaries.
+"""
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+from scipy import special
+
+
+class WelchResult(NamedTuple):
+    """Welch's t statistic, its Welch-Satterthwaite degrees of freedom and the two-sided p-value."""
+
+    statistic: float
+    dof: float
+    pvalue: float
+
+
+class Summary(NamedTuple):
+    mean: float
+    std: float
+    n: int
+
+
+def summarize(values: Sequence[float]) -> Summary:
+    """Mean and population standard deviation (numpy's default, as in the paper's error bars)."""
+    array = np.asarray(values, dtype=float)
+    if array.size == 0:
+        return Summary(math.nan, math.nan, 0)
+    return Summary(float(array.mean()), float(array.std()), int(array.size))
+
+
+def welch_ttest(a: Sequence[float], b: Sequence[float]) -> WelchResult:
+    """
+    Welch's unpaired two-sided t-test of equal means (no equal-variance assumption); the same numbers
+    as ``scipy.stats.ttest_ind(a, b, equal_var=False)``.
+
+    t = (mean_a - mean_b) / sqrt(s_a^2 / n_a + s_b^2 / n_b) with sample variances s^2 (ddof 1), and
+    dof = (v_a + v_b)^2 / (v_a^2 / (n_a - 1) + v_b^2 / (n_b - 1)) with v = s^2 / n. Undefined (NaN)
+    with fewer than two values on a side or when both sides are constant.
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size < 2 or y.size < 2:
+        return WelchResult(math.nan, math.nan, math.nan)
+    var_x, var_y = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
+    if var_x + var_y == 0:
+        return WelchResult(math.nan, math.nan, math.nan)
+    statistic = (x.mean() - y.mean()) / math.sqrt(var_x + var_y)
+    dof = (var_x + var_y) ** 2 / (var_x**2 / (x.size - 1) + var_y**2 / (y.size - 1))
+    pvalue = 2.0 * special.stdtr(dof, -abs(statistic))  # two-sided tail of Student's t
+    return WelchResult(float(statistic), float(dof), float(min(pvalue, 1.0)))
+
+
+class Comparison(NamedTuple):
+    """Method A against method B on pooled evaluation episodes and on per-seed means."""
+
+    pooled: WelchResult
+    per_seed: WelchResult
+
+
+def compare(episodes_a: Sequence[Sequence[float]], episodes_b: Sequence[Sequence[float]]) -> Comparison:
+    """
+    Welch's test between two methods given, for each, the evaluation returns of each seed (one list per
+    seed): once on all episodes pooled (what the paper did, n = seeds x episodes) and once on the
+    per-seed means (n = seeds), which does not treat episodes of one policy as independent samples.
+    """
+    pooled_a = [value for seed in episodes_a for value in seed]
+    pooled_b = [value for seed in episodes_b for value in seed]
+    means_a = [float(np.mean(seed)) for seed in episodes_a if len(seed)]
+    means_b = [float(np.mean(seed)) for seed in episodes_b if len(seed)]
+    return Comparison(welch_ttest(pooled_a, pooled_b), welch_ttest(means_a, means_b))
+
+
+def format_pvalue(pvalue: float) -> str:
+    """As in the paper's table: '<0.001' below a thousandth, three significant digits otherwise."""
+    if math.isnan(pvalue):
+        return "n/a"
+    return "<0.001" if pvalue < 1e-3 else f"{pvalue:.3g}"

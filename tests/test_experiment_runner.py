@@ -1,0 +1,165 @@
+import csv
+import json
+import os
+import time
+
+import pytest
+
+from sb3_maxdiff.experiments import runner
+from sb3_maxdiff.experiments.__main__ import main as experiments_main
+from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, _literal_policy_kwargs, cell_kwargs, get_budget
+from sb3_maxdiff.experiments.report import load_runs
+from sb3_maxdiff.experiments.runner import RESULT_FILE, build_specs, execute_run
+
+
+def _result(out, spec):
+    with open(os.path.join(out, spec.relpath, RESULT_FILE)) as file:
+        return json.load(file)
+
+
+def _monitor_rows(out, spec):
+    with open(os.path.join(out, spec.relpath, "monitor.csv")) as file:
+        return list(csv.DictReader(line for line in file if not line.startswith("#")))
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_every_preset_resolves_its_hyperparameters(budget):
+    for preset in PRESETS.values():
+        specs = build_specs(preset.name, budget, [0])
+        assert len(specs) == len(preset.cells)
+        for spec in specs:
+            assert spec.steps == get_budget(budget).steps["point-mass" if "PointMass" in spec.env_id else "mujoco"]
+            assert isinstance(spec.algo_kwargs["policy_kwargs"], dict)
+            json.dumps(spec.to_json())  # plain data, for worker processes and Ray
+
+
+def test_preset_hyperparameters_are_the_published_ones():
+    cells = {(c.setting, c.method): c for c in PRESETS["point-mass-beta"].cells}
+    maxdiff = cell_kwargs(cells[("beta=0.001", "maxdiff")], get_budget("paper"))
+    assert maxdiff["alpha"] == {"values": [0.2, 25.0], "boundaries": [500]}
+    assert maxdiff["horizon"] == 30 and maxdiff["n_samples"] == 500 and maxdiff["policy_kwargs"] == {"net_arch": [128, 128]}
+    assert cell_kwargs(cells[("beta=1", "sac")], get_budget("paper"))["ent_coef"] == 4.0
+    single = {(c.setting, c.method): c for c in PRESETS["single-shot"].cells}
+    swimmer = cell_kwargs(single[("swimmer", "maxdiff")], get_budget("paper"))
+    assert swimmer["alpha"] == 50.0 and swimmer["n_samples"] == 1000 and swimmer["temperature"] == 0.1
+    alphas = [cell.overrides["alpha"] for cell in PRESETS["swimmer-alpha"].cells]
+    assert min(alphas) == 1.0 and max(alphas) == 1000.0
+
+
+def test_bad_names_are_rejected():
+    with pytest.raises(ValueError, match="preset must be one of"):
+        build_specs("nope", "smoke", [0])
+    with pytest.raises(ValueError, match="budget must be one of"):
+        build_specs("point-mass-beta", "huge", [0])
+    with pytest.raises(ValueError, match=r"settings of preset 'point-mass-beta' are .*unknown \['beta=2'\]"):
+        build_specs("point-mass-beta", "smoke", [0], settings=["beta=2"])
+    with pytest.raises(ValueError, match="policy_kwargs must be of the form"):
+        _literal_policy_kwargs("dict(activation_fn=nn.Tanh)")
+
+
+def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
+    """The whole smoke budget of a preset with the local executor, a rerun that skips it, a report."""
+    out = str(tmp_path)
+    start = time.perf_counter()
+    assert experiments_main(["run", "point-mass-beta", "--budget", "smoke", "--out", out, "--jobs", "2"]) == 0
+    specs = build_specs("point-mass-beta", "smoke", range(2))
+    assert len(specs) == 24 and all(runner.is_finished(out, spec) for spec in specs)
+    for spec in specs:
+        result = _result(out, spec)
+        assert len(result["eval_returns"][spec.env_id]) == 1
+        lengths = [int(row["l"]) for row in _monitor_rows(out, spec)]  # 100-step episodes, or fewer (out of bounds)
+        assert lengths and max(lengths) <= 100 and sum(lengths) <= 300
+        assert os.path.exists(os.path.join(out, spec.relpath, "model.zip"))
+
+    # a rerun skips every finished run; a run whose result is lost is evaluated again from its saved model
+    os.remove(os.path.join(out, specs[0].relpath, RESULT_FILE))
+    mtimes = {spec.relpath: os.path.getmtime(os.path.join(out, spec.relpath, RESULT_FILE)) for spec in specs[1:]}
+    capsys.readouterr()
+    assert experiments_main(["run", "point-mass-beta", "--budget", "smoke", "--out", out]) == 0
+    assert "24/24 runs finished (23 were already on disk)" in capsys.readouterr().out
+    assert all(os.path.getmtime(os.path.join(out, path, RESULT_FILE)) == mtime for path, mtime in mtimes.items())
+    assert _result(out, specs[0])["resumed_from_steps"] == 300
+
+    assert experiments_main(["report", out]) == 0
+    folder = tmp_path / "point-mass-beta" / "smoke"
+    report = (folder / "REPORT.md").read_text()
+    assert "| beta=0.01 | PointMass-beta0_01-v0 | MaxDiff | 2 | 2 |" in report
+    assert "MaxDiff vs NN-MPPI" in report and "-269.9 +/- 257.0" in report  # published numbers beside ours
+    for figure in ("multi_shot_learning_curves.png", "multi_shot_final.png"):
+        assert (folder / figure).stat().st_size > 10_000
+    assert time.perf_counter() - start < 180
+
+
+def test_interrupted_run_continues_from_its_checkpoint(tmp_path, monkeypatch):
+    (spec,) = build_specs("point-mass-beta", "smoke", [0], settings=["beta=1"], methods=["nnmppi"])
+    spec = runner.RunSpec(**{**spec.to_json(), "checkpoint_every": 100, "eval_env_ids": tuple(spec.eval_env_ids)})
+    out = str(tmp_path)
+
+    class Killed(Exception):
+        pass
+
+    calls = {"n": 0}
+
+    def step_then_die(self):
+        calls["n"] += 1
+        if calls["n"] == 250:
+            raise Killed
+
+    monkeypatch.setattr(runner._Progress, "__call__", step_then_die)
+    with pytest.raises(Killed):
+        execute_run(spec, out)
+    run_dir = tmp_path / spec.relpath
+    assert json.loads((run_dir / "checkpoint.json").read_text()) == {"timesteps": 200, "episodes": 2}
+    assert len(_monitor_rows(out, spec)) == 2  # the third episode never finished
+    monkeypatch.undo()
+
+    result = execute_run(spec, out)
+    assert result["resumed_from_steps"] == 200
+    assert [int(row["l"]) for row in _monitor_rows(out, spec)] == [100, 100, 100]
+    assert not list(run_dir.glob("checkpoint*"))  # removed once the final model is saved
+    from sb3_maxdiff import NNMPPI
+
+    assert NNMPPI.load(run_dir / "model.zip").num_timesteps == 300
+
+
+def test_changed_settings_are_not_mixed_into_a_run(tmp_path):
+    (spec,) = build_specs("point-mass-beta", "smoke", [0], settings=["beta=1"], methods=["sac"])
+    os.makedirs(tmp_path / spec.relpath)
+    changed = {**spec.to_json(), "steps": 999}
+    (tmp_path / spec.relpath / "spec.json").write_text(json.dumps(changed))
+    with pytest.raises(ValueError, match="holds a run started with other settings"):
+        execute_run(spec, str(tmp_path))
+
+
+def test_single_shot_smoke_and_report(tmp_path):
+    out = str(tmp_path)
+    assert (
+        experiments_main(["run", "single-shot", "--budget", "smoke", "--seeds", "2", "--settings", "swimmer", "--out", out])
+        == 0
+    )
+    runs = load_runs(out)[("single-shot", "smoke")]
+    assert len(runs) == 6
+    for run in runs:
+        assert len(run.result["window_returns"]) == 3 and run.result["eval_returns"] == {}
+    assert experiments_main(["report", out, "--running-max"]) == 0
+    report = (tmp_path / "single-shot" / "smoke" / "REPORT.md").read_text()
+    assert "| swimmer | MaxDiff | 2 |" in report and "terminal window return" in report
+    assert (tmp_path / "single-shot" / "smoke" / "single_shot_final.png").exists()
+
+
+def test_ray_executor_matches_local(tmp_path):
+    """The same runs through a local Ray instance give the same results as the local executor."""
+    ray = pytest.importorskip("ray")
+    local, remote = str(tmp_path / "local"), str(tmp_path / "ray")
+    args = ["run", "point-mass-beta", "--budget", "smoke", "--seeds", "1", "--settings", "beta=0.01"]
+    start = time.perf_counter()
+    try:
+        assert experiments_main([*args, "--out", remote, "--ray-address", "local"]) == 0
+    finally:
+        ray.shutdown()
+    assert time.perf_counter() - start < 180
+    assert experiments_main([*args, "--out", local, "--jobs", "1"]) == 0
+    for spec in build_specs("point-mass-beta", "smoke", [0], settings=["beta=0.01"]):
+        assert _result(remote, spec)["eval_returns"] == _result(local, spec)["eval_returns"]
+        episodes = [[(row["r"], row["l"]) for row in _monitor_rows(out, spec)] for out in (remote, local)]
+        assert episodes[0] == episodes[1]

@@ -1,0 +1,72 @@
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from sb3_maxdiff.experiments.report import value_at
+from sb3_maxdiff.experiments.stats import compare, format_pvalue, summarize, welch_ttest
+
+FIXED = [
+    ([1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]),
+    ([-56.5, -60.1, -49.8, -70.2], [-24.1, -20.3, -30.0, -22.2, -25.5]),
+    ([0.1, 0.2, 0.15], [0.1, 0.2, 0.16]),
+    (list(np.random.default_rng(0).normal(0, 1, 100)), list(np.random.default_rng(1).normal(0.3, 3, 40))),
+]
+
+
+@pytest.mark.parametrize("a, b", FIXED)
+def test_welch_matches_scipy(a, b):
+    ours = welch_ttest(a, b)
+    reference = scipy_stats.ttest_ind(a, b, equal_var=False)
+    assert ours.statistic == pytest.approx(reference.statistic, rel=1e-10)
+    assert ours.pvalue == pytest.approx(reference.pvalue, rel=1e-8)
+    assert ours.dof == pytest.approx(reference.df, rel=1e-10)
+
+
+def test_welch_known_answer():
+    """a = [0, 2], b = [3, 5]: variances 2, so t = -3 / sqrt(2) and dof = 2, where Student's t has the
+    closed-form two-sided tail p = 1 - |t| / sqrt(t^2 + 2)."""
+    result = welch_ttest([0.0, 2.0], [3.0, 5.0])
+    t = -3 / math.sqrt(2)
+    assert result.statistic == pytest.approx(t)
+    assert result.dof == pytest.approx(2.0)
+    assert result.pvalue == pytest.approx(1 - abs(t) / math.sqrt(t**2 + 2))
+
+
+def test_welch_undefined_cases():
+    assert math.isnan(welch_ttest([1.0], [2.0, 3.0]).pvalue)
+    assert math.isnan(welch_ttest([1.0, 1.0], [1.0, 1.0]).pvalue)
+    # one side constant, the other not: still defined
+    assert welch_ttest([1.0, 1.0, 1.0], [2.0, 3.0, 4.0]).pvalue == pytest.approx(
+        scipy_stats.ttest_ind([1.0, 1.0, 1.0], [2.0, 3.0, 4.0], equal_var=False).pvalue
+    )
+
+
+def test_compare_pools_episodes_and_averages_seeds():
+    a = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.5]]
+    b = [[0.0, 1.0, 0.5], [2.0, 2.5, 3.0]]
+    result = compare(a, b)
+    pooled = scipy_stats.ttest_ind(np.concatenate(a), np.concatenate(b), equal_var=False)
+    per_seed = scipy_stats.ttest_ind([np.mean(s) for s in a], [np.mean(s) for s in b], equal_var=False)
+    assert result.pooled.pvalue == pytest.approx(pooled.pvalue)
+    assert result.per_seed.pvalue == pytest.approx(per_seed.pvalue)
+    assert result.per_seed.pvalue > result.pooled.pvalue  # fewer samples, weaker evidence
+
+
+def test_summarize_and_format():
+    summary = summarize([1.0, 3.0])
+    assert (summary.mean, summary.std, summary.n) == (2.0, 1.0, 2)
+    assert math.isnan(summarize([]).mean)
+    assert format_pvalue(0.0004) == "<0.001"
+    assert format_pvalue(0.01234) == "0.0123"
+    assert format_pvalue(math.nan) == "n/a"
+
+
+def test_value_at_holds_last_finished_episode():
+    steps, returns = np.array([1000, 2000, 2500]), np.array([-5.0, -9.0, -1.0])
+    values = value_at(steps, returns, np.array([500, 1000, 1999, 2000, 3000]))
+    assert np.isnan(values[0])
+    assert list(values[1:]) == [-5.0, -5.0, -9.0, -1.0]
+    running = value_at(steps, returns, np.array([2000, 3000]), running_max=True)
+    assert list(running) == [-5.0, -1.0]
