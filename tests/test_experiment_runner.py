@@ -1,6 +1,9 @@
 import csv
 import json
 import os
+import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -147,16 +150,33 @@ def test_single_shot_smoke_and_report(tmp_path):
     assert (tmp_path / "single-shot" / "smoke" / "single_shot_final.png").exists()
 
 
-def test_ray_executor_matches_local(tmp_path):
-    """The same runs through a local Ray instance give the same results as the local executor."""
-    ray = pytest.importorskip("ray")
+@pytest.fixture
+def ray_head():
+    """A Ray head node on this machine (``ray start --head``), the way a cluster is started; its address."""
+    pytest.importorskip("ray")
+    ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [ray_cli, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2"]
+    # without token authentication, so that this test's driver needs no token file
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    subprocess.run([*command, "--include-dashboard", "false", "--disable-usage-stats"], check=True, capture_output=True, env=env)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        import ray
+
+        ray.shutdown()
+        subprocess.run([ray_cli, "stop", "--force"], capture_output=True)
+
+
+def test_ray_executor_matches_local(tmp_path, ray_head):
+    """The same runs sent to a Ray cluster give the same results as the local executor."""
     local, remote = str(tmp_path / "local"), str(tmp_path / "ray")
     args = ["run", "point-mass-beta", "--budget", "smoke", "--seeds", "1", "--settings", "beta=0.01"]
     start = time.perf_counter()
-    try:
-        assert experiments_main([*args, "--out", remote, "--ray-address", "local"]) == 0
-    finally:
-        ray.shutdown()
+    assert experiments_main([*args, "--out", remote, "--ray-address", ray_head]) == 0
     assert time.perf_counter() - start < 180
     assert experiments_main([*args, "--out", local, "--jobs", "1"]) == 0
     for spec in build_specs("point-mass-beta", "smoke", [0], settings=["beta=0.01"]):
