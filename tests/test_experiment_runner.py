@@ -161,7 +161,9 @@ def ray_head():
     command = [ray_cli, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2"]
     # without token authentication, so that this test's driver needs no token file
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    subprocess.run([*command, "--include-dashboard", "false", "--disable-usage-stats"], check=True, capture_output=True, env=env)
+    subprocess.run(
+        [*command, "--include-dashboard", "false", "--disable-usage-stats"], check=True, capture_output=True, env=env
+    )
     try:
         yield f"127.0.0.1:{port}"
     finally:
@@ -183,3 +185,16 @@ def test_ray_executor_matches_local(tmp_path, ray_head):
         assert _result(remote, spec)["eval_returns"] == _result(local, spec)["eval_returns"]
         episodes = [[(row["r"], row["l"]) for row in _monitor_rows(out, spec)] for out in (remote, local)]
         assert episodes[0] == episodes[1]
+
+
+def test_transfer_preset_evaluates_on_both_tails(tmp_path):
+    out = str(tmp_path)
+    args = ["run", "swimmer-transfer", "--budget", "smoke", "--seeds", "1", "--methods", "maxdiff", "--out", out]
+    assert experiments_main(args) == 0
+    runs = load_runs(out)[("swimmer-transfer", "smoke")]
+    assert sorted(run.spec.setting for run in runs) == ["trained heavy", "trained light"]
+    for run in runs:
+        assert sorted(run.result["eval_returns"]) == ["sb3_maxdiff/Swimmer-heavy-v0", "sb3_maxdiff/Swimmer-light-v0"]
+    assert experiments_main(["report", out]) == 0
+    report = (tmp_path / "swimmer-transfer" / "smoke" / "REPORT.md").read_text()
+    assert "| trained light | Swimmer-heavy-v0 | MaxDiff | 1 | 1 |" in report
