@@ -61,6 +61,11 @@ class RunSpec:
         return os.path.join(self.preset, self.budget, setting, self.method, f"seed_{self.seed}")
 
     @property
+    def work(self) -> int:
+        """Environment steps of training plus (at most) of evaluation: the unit of the progress display."""
+        return self.steps + len(self.eval_env_ids) * self.eval_episodes * (self.max_episode_steps or 1000)
+
+    @property
     def name(self) -> str:
         return f"{self.setting} / {self.method} / seed {self.seed}"
 
@@ -233,7 +238,7 @@ def _build_or_resume(run_dir: str, spec: RunSpec) -> tuple[Any, int, int]:
     return algo("MlpPolicy", env, seed=spec.seed, device=spec.device, **spec.algo_kwargs), 0, 0
 
 
-def _evaluate(model: Any, spec: RunSpec) -> dict[str, list[float]]:
+def _evaluate(model: Any, spec: RunSpec, progress: _Progress) -> dict[str, list[float]]:
     """Returns of ``spec.eval_episodes`` episodes of the final policy on each evaluation environment."""
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
@@ -243,7 +248,9 @@ def _evaluate(model: Any, spec: RunSpec) -> dict[str, list[float]]:
         env = Monitor(_make_env(env_id, spec))
         env.reset(seed=10_000 + 100 * spec.seed + index)  # evaluation starts differ from training's
         model.set_random_seed(10_000 + 100 * spec.seed + index)
-        episode_returns, _ = evaluate_policy(model, env, n_eval_episodes=spec.eval_episodes, return_episode_rewards=True)
+        episode_returns, _ = evaluate_policy(
+            model, env, n_eval_episodes=spec.eval_episodes, return_episode_rewards=True, callback=lambda *_: progress()
+        )
         returns[env_id] = [float(value) for value in episode_returns]
     return returns
 
@@ -290,7 +297,7 @@ def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1) 
     if spec.single_shot and "window_returns" not in result:
         result.update(_read_windows(os.path.join(run_dir, "windows.csv")))
     start = time.perf_counter()
-    result["eval_returns"] = _evaluate(model, spec)
+    result["eval_returns"] = _evaluate(model, spec, progress)
     result["eval_seconds"] = time.perf_counter() - start
     _write_json(result_path, result)
     return result
@@ -345,7 +352,10 @@ def _record_failure(out: str, spec: RunSpec, text: str) -> None:
 
 
 class ProgressDisplay:
-    """Environment steps done (a bar with rate and ETA when tqdm is installed) and one line per finished run."""
+    """
+    Environment steps done, training and evaluation (a bar with rate and ETA when tqdm is installed),
+    and one line per finished run. Episodes that end early make the total an upper bound.
+    """
 
     def __init__(self, total_steps: int, total_runs: int):
         try:
@@ -387,7 +397,7 @@ def run_local(specs: list[RunSpec], out: str, jobs: int, threads: int = 1) -> li
     """Run ``specs`` in ``jobs`` worker processes; returns the runs that failed."""
     context = mp.get_context("spawn")
     counter = context.Value("q", 0)
-    display = ProgressDisplay(sum(spec.steps for spec in specs), len(specs))
+    display = ProgressDisplay(sum(spec.work for spec in specs), len(specs))
     failed: list[RunSpec] = []
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(counter,)) as pool:
         futures: dict[Future, RunSpec] = {pool.submit(_local_task, spec, out, threads): spec for spec in specs}
@@ -439,7 +449,7 @@ def run_ray(specs: list[RunSpec], out: str, address: str, threads: int = 1) -> l
     ray.init(address=None if address == "local" else address, ignore_reinit_error=True, log_to_driver=False)
     remote = ray.remote(num_cpus=threads)(_ray_task)
     refs = {remote.remote(spec.to_json(), threads): spec for spec in specs}
-    display = ProgressDisplay(sum(spec.steps for spec in specs), len(specs))
+    display = ProgressDisplay(sum(spec.work for spec in specs), len(specs))
     failed: list[RunSpec] = []
     pending = list(refs)
     while pending:
@@ -454,7 +464,7 @@ def run_ray(specs: list[RunSpec], out: str, address: str, threads: int = 1) -> l
         for name, data in files.items():
             with open(os.path.join(run_dir, name), "wb") as file:
                 file.write(data)
-        display.steps(display.shown + spec.steps)
+        display.steps(display.shown + spec.work)
         if RESULT_FILE in files:
             display.run_finished(spec, _summary(json.loads(files[RESULT_FILE])))
         else:
