@@ -9,3 +9,25 @@ def test_gymnasium_is_required_with_its_mujoco_extra():
     runtime = [req for req in requirements if req.marker is None]
     gymnasium = [req for req in runtime if req.name == "gymnasium"]
     assert gymnasium and "mujoco" in gymnasium[0].extras
+
+
+def test_hyperparameter_files_ship_inside_the_package():
+    """The RL Zoo files live in the package (top-level hyperparams/ links to them), so a wheel has them too."""
+    import ast
+    import fnmatch
+    import pathlib
+    import re
+
+    import sb3_maxdiff
+    from sb3_maxdiff.zoo import HYPERPARAMS_DIR, ZOO_ALGOS
+
+    package_dir = pathlib.Path(sb3_maxdiff.__file__).parent
+    assert HYPERPARAMS_DIR.parent == package_dir
+    root = package_dir.parent
+    pyproject = (root / "pyproject.toml").read_text()
+    package_data = re.search(r"\[tool\.setuptools\.package-data\]\nsb3_maxdiff = (\[.*\])", pyproject)
+    patterns = ast.literal_eval(package_data.group(1))
+    for _, file_name in ZOO_ALGOS.values():
+        assert (HYPERPARAMS_DIR / file_name).is_file()
+        assert any(fnmatch.fnmatch(f"hyperparams/{file_name}", pattern) for pattern in patterns)
+    assert (root / "hyperparams" / "maxdiff.yml").read_text() == (HYPERPARAMS_DIR / "maxdiff.yml").read_text()

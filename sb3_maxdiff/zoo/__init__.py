@@ -18,7 +18,8 @@ from stable_baselines3 import SAC
 from sb3_maxdiff.maxdiff import MaxDiffMPPI
 from sb3_maxdiff.nnmppi import NNMPPI
 
-HYPERPARAMS_DIR = Path(__file__).resolve().parents[2] / "hyperparams"
+# shipped inside the package (the repository's top-level hyperparams/ links here), so wheels have it too
+HYPERPARAMS_DIR = Path(__file__).resolve().parents[1] / "hyperparams"
 # algorithm name -> (class, YAML file in hyperparams/)
 ZOO_ALGOS: dict[str, tuple[type, str]] = {
     "maxdiff": (MaxDiffMPPI, "maxdiff.yml"),
