@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from sb3_maxdiff.experiments import runner
+from sb3_maxdiff.experiments import execution
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
+from sb3_maxdiff.experiments.execution import RESULT_FILE, RunSpec, build_specs, execute_run, is_finished
 from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, _literal_policy_kwargs, cell_kwargs, get_budget
 from sb3_maxdiff.experiments.report import load_runs
-from sb3_maxdiff.experiments.runner import RESULT_FILE, build_specs, execute_run
 
 
 def _result(out, spec):
@@ -66,7 +66,7 @@ def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
     start = time.perf_counter()
     assert experiments_main(["run", "point-mass-beta", "--budget", "smoke", "--out", out, "--jobs", "2"]) == 0
     specs = build_specs("point-mass-beta", "smoke", range(2))
-    assert len(specs) == 24 and all(runner.is_finished(out, spec) for spec in specs)
+    assert len(specs) == 24 and all(is_finished(out, spec) for spec in specs)
     for spec in specs:
         result = _result(out, spec)
         assert len(result["eval_returns"][spec.env_id]) == 1
@@ -95,7 +95,7 @@ def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
 
 def test_interrupted_run_continues_from_its_checkpoint(tmp_path, monkeypatch):
     (spec,) = build_specs("point-mass-beta", "smoke", [0], settings=["beta=1"], methods=["nnmppi"])
-    spec = runner.RunSpec(**{**spec.to_json(), "checkpoint_every": 100, "eval_env_ids": tuple(spec.eval_env_ids)})
+    spec = RunSpec(**{**spec.to_json(), "checkpoint_every": 100, "eval_env_ids": tuple(spec.eval_env_ids)})
     out = str(tmp_path)
 
     class Killed(Exception):
@@ -108,7 +108,7 @@ def test_interrupted_run_continues_from_its_checkpoint(tmp_path, monkeypatch):
         if calls["n"] == 250:
             raise Killed
 
-    monkeypatch.setattr(runner._Progress, "__call__", step_then_die)
+    monkeypatch.setattr(execution._Progress, "__call__", step_then_die)
     with pytest.raises(Killed):
         execute_run(spec, out)
     run_dir = tmp_path / spec.relpath

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from sb3_maxdiff.experiments.execution import RESULT_FILE, RunSpec
 from sb3_maxdiff.experiments.presets import METHOD_LABELS, PRESETS, Preset
-from sb3_maxdiff.experiments.runner import RESULT_FILE, RunSpec
 from sb3_maxdiff.experiments.stats import compare, format_pvalue, summarize, welch_ttest
 
 

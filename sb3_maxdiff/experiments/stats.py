@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-from scipy import special
 
 
 class WelchResult(NamedTuple):
@@ -42,6 +41,8 @@ def welch_ttest(a: Sequence[float], b: Sequence[float]) -> WelchResult:
     dof = (v_a + v_b)^2 / (v_a^2 / (n_a - 1) + v_b^2 / (n_b - 1)) with v = s^2 / n. Undefined (NaN)
     with fewer than two values on a side or when both sides are constant.
     """
+    from scipy import special  # scipy comes with the "extra" install
+
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.size < 2 or y.size < 2:
         return WelchResult(math.nan, math.nan, math.nan)

@@ -1,0 +1,312 @@
+"""
+One run of an experiment: its specification (:class:`RunSpec`, plain data that travels to worker
+processes and Ray nodes) and :func:`execute_run`, which trains, saves and evaluates it.
+
+Every run writes to its own folder ``<out>/<preset>/<budget>/<setting>/<method>/seed_<n>/``:
+``spec.json``, ``monitor.csv`` (multi-shot episodes) or ``windows.csv`` (single-shot windows),
+``model.zip``, and last ``result.json`` (evaluation episodes, final distance, timings), whose presence
+marks the run as finished. A multi-shot run also keeps a checkpoint (model and replay buffer, taken at
+the end of an episode) every ``checkpoint_every`` steps and continues from the latest one when it is
+run again.
+"""
+
+import dataclasses
+import glob
+import json
+import os
+import re
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from sb3_maxdiff.experiments.presets import cell_kwargs, get_budget, get_preset
+
+RESULT_FILE = "result.json"
+SPEC_FILE = "spec.json"
+MODEL_FILE = "model.zip"
+CHECKPOINT_FILE = "checkpoint.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """Everything one run needs; plain data, so that it travels to worker processes and Ray nodes."""
+
+    preset: str
+    budget: str
+    setting: str
+    method: str
+    seed: int
+    env_id: str
+    algo_kwargs: dict[str, Any]
+    steps: int
+    single_shot: bool = False
+    eval_env_ids: tuple[str, ...] = ()
+    eval_episodes: int = 10
+    window: int = 1000
+    max_episode_steps: int | None = None
+    checkpoint_every: int = 0
+    device: str = "cpu"
+
+    @property
+    def relpath(self) -> str:
+        setting = re.sub(r"[^\w.=-]+", "_", self.setting)
+        return os.path.join(self.preset, self.budget, setting, self.method, f"seed_{self.seed}")
+
+    @property
+    def work(self) -> int:
+        """Environment steps of training plus (at most) of evaluation: the unit of the progress display."""
+        return self.steps + len(self.eval_env_ids) * self.eval_episodes * (self.max_episode_steps or 1000)
+
+    @property
+    def name(self) -> str:
+        return f"{self.setting} / {self.method} / seed {self.seed}"
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "RunSpec":
+        return cls(**{**data, "eval_env_ids": tuple(data["eval_env_ids"])})
+
+
+def build_specs(
+    preset_name: str,
+    budget_name: str,
+    seeds: Iterable[int],
+    settings: list[str] | None = None,
+    methods: list[str] | None = None,
+    device: str = "cpu",
+) -> list[RunSpec]:
+    """
+    The runs of a preset, seed-major (every cell's seed 0, then every cell's seed 1, ...), so that a
+    sweep stopped half-way has complete seeds rather than complete cells.
+    """
+    preset, budget = get_preset(preset_name), get_budget(budget_name)
+    for given, known, what in ((settings, preset.settings, "settings"), (methods, preset.methods, "methods")):
+        unknown = sorted(set(given or ()) - set(known))
+        if unknown:
+            raise ValueError(f"{what} of preset {preset_name!r} are {known}, got unknown {unknown}")
+    cells = [
+        cell for cell in preset.cells if (not settings or cell.setting in settings) and (not methods or cell.method in methods)
+    ]
+    return [
+        RunSpec(
+            preset=preset.name,
+            budget=budget_name,
+            setting=cell.setting,
+            method=cell.method,
+            seed=seed,
+            env_id=cell.env_id,
+            algo_kwargs=cell_kwargs(cell, budget),
+            steps=budget.steps[cell.family],
+            single_shot=cell.single_shot,
+            eval_env_ids=() if cell.single_shot else (cell.eval_env_ids or (cell.env_id,)),
+            eval_episodes=budget.eval_episodes,
+            window=budget.window,
+            max_episode_steps=budget.max_episode_steps,
+            checkpoint_every=0 if cell.single_shot else budget.checkpoint_every,
+            device=device,
+        )
+        for seed in seeds
+        for cell in cells
+    ]
+
+
+def is_finished(out: str, spec: RunSpec) -> bool:
+    return os.path.exists(os.path.join(out, spec.relpath, RESULT_FILE))
+
+
+def _write_json(path: str, data: Any) -> None:
+    """Write atomically: a run killed while writing leaves the old file or none, never half a file."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as file:
+        json.dump(data, file, indent=1)
+    os.replace(tmp, path)
+
+
+def _make_env(env_id: str, spec: RunSpec) -> Any:
+    import gymnasium as gym
+
+    import sb3_maxdiff  # noqa: F401  (registers the environments)
+    from sb3_maxdiff.experiments.single_shot import make_single_shot_env
+
+    if spec.single_shot:
+        return make_single_shot_env(env_id)
+    kwargs = {} if spec.max_episode_steps is None else {"max_episode_steps": spec.max_episode_steps}
+    return gym.make(env_id, **kwargs)
+
+
+class _Progress:
+    """Callback body: adds one to a shared counter every environment step (local progress display)."""
+
+    def __init__(self, counter: Any):
+        self.counter = counter
+
+    def __call__(self) -> None:
+        if self.counter is not None:
+            with self.counter.get_lock():
+                self.counter.value += 1
+
+
+def _callbacks(run_dir: str, spec: RunSpec, progress: _Progress, episodes_before: int) -> list:
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class StepHook(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.episodes = episodes_before
+            self.last_checkpoint = 0
+
+        def _on_training_start(self) -> None:
+            self.last_checkpoint = self.num_timesteps
+
+        def _on_step(self) -> bool:
+            progress()
+            if spec.single_shot or not self.locals["dones"][0]:
+                return True
+            self.episodes += 1
+            if spec.checkpoint_every and self.num_timesteps - self.last_checkpoint >= spec.checkpoint_every:
+                _save_checkpoint(run_dir, self.model, self.episodes)
+                self.last_checkpoint = self.num_timesteps
+            return True
+
+    return [StepHook()]
+
+
+def _save_checkpoint(run_dir: str, model: Any, episodes: int) -> None:
+    """Model and replay buffer at ``model.num_timesteps``, then the pointer to them, then old ones deleted."""
+    steps = model.num_timesteps
+    model.save(os.path.join(run_dir, f"checkpoint_{steps}.zip"))
+    model.save_replay_buffer(os.path.join(run_dir, f"checkpoint_{steps}_replay_buffer.pkl"))
+    _write_json(os.path.join(run_dir, CHECKPOINT_FILE), {"timesteps": steps, "episodes": episodes})
+    _remove_checkpoints(run_dir, keep=steps)
+
+
+def _remove_checkpoints(run_dir: str, keep: int | None = None) -> None:
+    """Delete the checkpoint files, all but those of step ``keep`` if given (the pointer too if not)."""
+    for path in glob.glob(os.path.join(run_dir, "checkpoint_*")):
+        if keep is None or not os.path.basename(path).startswith((f"checkpoint_{keep}.", f"checkpoint_{keep}_")):
+            os.remove(path)
+    pointer = os.path.join(run_dir, CHECKPOINT_FILE)
+    if keep is None and os.path.exists(pointer):
+        os.remove(pointer)
+
+
+def _truncate_monitor(path: str, episodes: int) -> None:
+    """Keep the monitor's two header lines and its first ``episodes`` rows (those the checkpoint saw)."""
+    with open(path) as file:
+        lines = file.readlines()
+    with open(path, "w") as file:
+        file.writelines(lines[: 2 + episodes])
+
+
+def _build_or_resume(run_dir: str, spec: RunSpec) -> tuple[Any, int, int]:
+    """The model to train (fresh, or the latest checkpoint with its replay buffer), its steps and episodes."""
+    from stable_baselines3.common.monitor import Monitor
+
+    from sb3_maxdiff.experiments.algos import get_algo
+
+    algo = get_algo(spec.method)
+    pointer = os.path.join(run_dir, CHECKPOINT_FILE)
+    monitor_path = os.path.join(run_dir, "monitor.csv")
+    if spec.single_shot:
+        return algo("MlpPolicy", _make_env(spec.env_id, spec), seed=spec.seed, device=spec.device, **spec.algo_kwargs), 0, 0
+    if os.path.exists(pointer) and os.path.exists(monitor_path):
+        with open(pointer) as file:
+            checkpoint = json.load(file)
+        _truncate_monitor(monitor_path, checkpoint["episodes"])
+        env = Monitor(_make_env(spec.env_id, spec), monitor_path, override_existing=False)
+        stem = os.path.join(run_dir, f"checkpoint_{checkpoint['timesteps']}")
+        model = algo.load(f"{stem}.zip", env=env, device=spec.device)
+        model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
+        model.set_random_seed(spec.seed + checkpoint["timesteps"])
+        return model, checkpoint["timesteps"], checkpoint["episodes"]
+    _remove_checkpoints(run_dir)
+    env = Monitor(_make_env(spec.env_id, spec), monitor_path)
+    return algo("MlpPolicy", env, seed=spec.seed, device=spec.device, **spec.algo_kwargs), 0, 0
+
+
+def _evaluate(model: Any, spec: RunSpec, progress: _Progress) -> dict[str, list[float]]:
+    """Returns of ``spec.eval_episodes`` episodes of the final policy on each evaluation environment."""
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+
+    returns = {}
+    for index, env_id in enumerate(spec.eval_env_ids):
+        env = Monitor(_make_env(env_id, spec))
+        env.reset(seed=10_000 + 100 * spec.seed + index)  # evaluation starts differ from training's
+        model.set_random_seed(10_000 + 100 * spec.seed + index)
+        episode_returns, _ = evaluate_policy(
+            model, env, n_eval_episodes=spec.eval_episodes, return_episode_rewards=True, callback=lambda *_: progress()
+        )
+        returns[env_id] = [float(value) for value in episode_returns]
+    return returns
+
+
+def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1) -> dict[str, Any]:
+    """
+    Train, save and evaluate one run into ``<out>/<spec.relpath>``, resuming from what is on disk: a
+    finished run is returned as it is, a trained but unevaluated model is evaluated, a checkpoint is
+    trained on from.
+    """
+    import torch as th
+
+    run_dir = os.path.join(out, spec.relpath)
+    result_path = os.path.join(run_dir, RESULT_FILE)
+    if os.path.exists(result_path):
+        with open(result_path) as file:
+            return json.load(file)
+    th.set_num_threads(threads)
+    os.makedirs(run_dir, exist_ok=True)
+    _check_same_spec(os.path.join(run_dir, SPEC_FILE), spec)
+    _write_json(os.path.join(run_dir, SPEC_FILE), spec.to_json())
+    progress, start = _Progress(counter), time.perf_counter()
+    model_path = os.path.join(run_dir, MODEL_FILE)
+    result: dict[str, Any] = {"spec": spec.to_json()}
+    if os.path.exists(model_path):
+        from sb3_maxdiff.experiments.algos import get_algo
+
+        model = get_algo(spec.method).load(model_path, device=spec.device)
+        result["resumed_from_steps"] = spec.steps
+    else:
+        model, done_steps, episodes = _build_or_resume(run_dir, spec)
+        result["resumed_from_steps"] = done_steps
+        callbacks = _callbacks(run_dir, spec, progress, episodes)
+        if spec.single_shot:
+            from sb3_maxdiff.experiments.single_shot import learn_single_shot
+
+            single = learn_single_shot(model, spec.steps, spec.window, os.path.join(run_dir, "windows.csv"), callbacks)
+            result.update(window_returns=single.window_returns, final_distance=single.final_distance)
+        else:
+            model.learn(spec.steps - done_steps, callback=callbacks, reset_num_timesteps=done_steps == 0)
+        model.save(model_path)
+        _remove_checkpoints(run_dir)
+    result["train_seconds"] = time.perf_counter() - start
+    if spec.single_shot and "window_returns" not in result:
+        result.update(_read_windows(os.path.join(run_dir, "windows.csv")))
+    start = time.perf_counter()
+    result["eval_returns"] = _evaluate(model, spec, progress)
+    result["eval_seconds"] = time.perf_counter() - start
+    _write_json(result_path, result)
+    return result
+
+
+def _check_same_spec(path: str, spec: RunSpec) -> None:
+    """Refuse to continue a run that was started with other settings (a changed preset or budget)."""
+    if not os.path.exists(path):
+        return
+    with open(path) as file:
+        on_disk = json.load(file)
+    if on_disk != json.loads(json.dumps(spec.to_json())):
+        raise ValueError(
+            f"{os.path.dirname(path)} holds a run started with other settings; "
+            "delete that folder or choose another --out to start it afresh"
+        )
+
+
+def _read_windows(path: str) -> dict[str, Any]:
+    import csv
+
+    with open(path) as file:
+        rows = list(csv.DictReader(file))
+    return {"window_returns": [float(row["window_return"]) for row in rows], "final_distance": float(rows[-1]["x_distance"])}
