@@ -173,14 +173,20 @@ def ray_head():
         subprocess.run([ray_cli, "stop", "--force"], capture_output=True)
 
 
-def test_ray_executor_matches_local(tmp_path, ray_head):
-    """The same runs sent to a Ray cluster give the same results as the local executor."""
+def test_smoke_preset_through_ray_matches_local(tmp_path, ray_head, capsys):
+    """The whole smoke budget sent to a Ray cluster, a rerun that skips it, a report; same results as locally."""
     local, remote = str(tmp_path / "local"), str(tmp_path / "ray")
-    args = ["run", "point-mass-beta", "--budget", "smoke", "--seeds", "1", "--settings", "beta=0.01"]
+    args = ["run", "point-mass-beta", "--budget", "smoke"]
     start = time.perf_counter()
     assert experiments_main([*args, "--out", remote, "--ray-address", ray_head]) == 0
+    capsys.readouterr()
+    assert experiments_main([*args, "--out", remote, "--ray-address", ray_head]) == 0
+    assert "24/24 runs finished (24 were already on disk)" in capsys.readouterr().out
+    assert experiments_main(["report", remote]) == 0
     assert time.perf_counter() - start < 180
-    assert experiments_main([*args, "--out", local, "--jobs", "1"]) == 0
+    assert (tmp_path / "ray" / "point-mass-beta" / "smoke" / "REPORT.md").exists()
+
+    assert experiments_main([*args, "--seeds", "1", "--settings", "beta=0.01", "--out", local, "--jobs", "1"]) == 0
     for spec in build_specs("point-mass-beta", "smoke", [0], settings=["beta=0.01"]):
         assert _result(remote, spec)["eval_returns"] == _result(local, spec)["eval_returns"]
         episodes = [[(row["r"], row["l"]) for row in _monitor_rows(out, spec)] for out in (remote, local)]
