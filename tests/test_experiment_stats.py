@@ -70,3 +70,18 @@ def test_value_at_holds_last_finished_episode():
     assert list(values[1:]) == [-5.0, -5.0, -9.0, -1.0]
     running = value_at(steps, returns, np.array([2000, 3000]), running_max=True)
     assert list(running) == [-5.0, -1.0]
+
+
+def test_curve_table_puts_ours_beside_the_published_training_returns():
+    from sb3_maxdiff.experiments.execution import build_specs
+    from sb3_maxdiff.experiments.presets import PRESETS
+    from sb3_maxdiff.experiments.report import Run, curve_table
+
+    specs = build_specs("point-mass-beta", "reduced", [0, 1], settings=["beta=0.01"], methods=["maxdiff"])
+    steps = np.arange(1000, 10_001, 1000)
+    curves = [np.full(10, -900.0), np.full(10, -900.0)]
+    curves[0][3], curves[0][9] = -300.0, -500.0  # seed 0: best -300 at 4k steps, last -500
+    curves[1][9] = -700.0
+    runs = [Run(spec, steps, curve, {}) for spec, curve in zip(specs, curves)]
+    (row,) = [line for line in curve_table(PRESETS["point-mass-beta"], runs) if line.startswith("| beta=0.01")]
+    assert row == "| beta=0.01 | MaxDiff | 10,000 | 2 | -600.0 +/- 100.0 | -500.0 +/- 200.0 | -560 |"

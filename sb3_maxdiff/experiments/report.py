@@ -204,22 +204,25 @@ def curve_table(preset: Preset | None, runs: list[Run]) -> list[str]:
     lines = [
         "## Training return at the paper's step counts",
         "",
-        "Return of the last training episode finished by that step (mean +/- std over seeds; raw, not "
-        "running maximum), beside the published mean over the paper's seeds.",
+        "Return of the last training episode finished by that step, and the running maximum of the "
+        "returns up to that step (the paper's plots show the running maximum); mean +/- std over seeds, "
+        "beside the published mean over the paper's seeds.",
         "",
-        "| setting | method | steps | seeds | ours | published |",
-        "|---|---|---|---|---|---|",
+        "| setting | method | steps | seeds | ours, raw | ours, running max | published |",
+        "|---|---|---|---|---|---|---|",
     ]
     for (setting, method), published in preset.published_curve.items():
         cell_runs = cells.get((setting, method), [])
         for steps, paper in sorted(published.items()):
             if not cell_runs or max(run.spec.steps for run in cell_runs) < steps:
                 continue
-            ours = [float(value_at(run.curve_steps, run.curve_returns, np.array([steps]))[0]) for run in cell_runs]
-            ours = [value for value in ours if not math.isnan(value)]
+            columns = []
+            for running_max in (False, True):
+                ours = [value_at(run.curve_steps, run.curve_returns, np.array([steps]), running_max)[0] for run in cell_runs]
+                columns.append([float(value) for value in ours if not math.isnan(value)])
             lines.append(
-                f"| {setting} | {METHOD_LABELS.get(method, method)} | {steps:,} | {len(ours)} | "
-                f"{_fmt(*summarize(ours)[:2])} | {paper:.0f} |"
+                f"| {setting} | {METHOD_LABELS.get(method, method)} | {steps:,} | {len(columns[0])} | "
+                f"{_fmt(*summarize(columns[0])[:2])} | {_fmt(*summarize(columns[1])[:2])} | {paper:.0f} |"
             )
     return lines if len(lines) > 6 else []
 
