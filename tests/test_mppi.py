@@ -163,12 +163,17 @@ def test_bfloat16_rollout_is_close_to_float32():
 
 
 def test_bfloat16_planner_acts_like_float32():
-    model = DynamicsRewardModel(obs_dim=4, action_dim=2, net_arch=[64, 64])
-    for parameter in model.parameters():
-        parameter.data.normal_(0.0, 0.2)
-    actions = {}
-    for dtype in ("float32", "bfloat16"):
-        th.manual_seed(0)  # the same noise draws for both
-        planner = MPPIPlanner(action_dim=2, horizon=10, n_samples=200, temperature=0.5, noise_std=0.3, dtype=dtype)
-        actions[dtype] = planner.plan(model, th.randn(3, 4), planner.initial_nominal(3, "cpu")).actions
-    th.testing.assert_close(actions["bfloat16"], actions["float32"], atol=0.03, rtol=0)
+    differences = []
+    for seed in range(5):
+        th.manual_seed(100 + seed)
+        model = DynamicsRewardModel(obs_dim=4, action_dim=2, net_arch=[64, 64])
+        for parameter in model.parameters():
+            parameter.data.normal_(0.0, 0.2)
+        actions = {}
+        for dtype in ("float32", "bfloat16"):
+            th.manual_seed(seed)  # the same noise draws for both
+            planner = MPPIPlanner(action_dim=2, horizon=10, n_samples=200, temperature=0.5, noise_std=0.3, dtype=dtype)
+            actions[dtype] = planner.plan(model, th.randn(3, 4), planner.initial_nominal(3, "cpu")).actions
+        differences.append((actions["bfloat16"] - actions["float32"]).abs().max().item())
+    # rounding moves the MPPI weights a little; the planned actions (noise std 0.3) stay close
+    assert max(differences) < 0.05 and sum(differences) / len(differences) < 0.02, differences
