@@ -58,6 +58,22 @@ def test_bad_names_are_rejected():
         build_specs("point-mass-beta", "smoke", [0], settings=["beta=2"])
     with pytest.raises(ValueError, match="policy_kwargs must be of the form"):
         _literal_policy_kwargs("dict(activation_fn=nn.Tanh)")
+    with pytest.raises(ValueError, match="steps must be a positive number of environment steps, got 0"):
+        build_specs("point-mass-beta", "smoke", [0], steps=0)
+
+
+def test_steps_override_is_stored_apart_from_the_budget(capsys):
+    budget_specs = build_specs("point-mass-beta", "reduced", [0], settings=["beta=0.01"])
+    specs = build_specs("point-mass-beta", "reduced", [0], settings=["beta=0.01"], steps=20_000)
+    assert [spec.steps for spec in budget_specs] == [10_000] * 3 and [spec.steps for spec in specs] == [20_000] * 3
+    assert {spec.budget for spec in specs} == {"reduced-20000-steps"}
+    # everything but the steps and the label is the budget's
+    for ours, theirs in zip(specs, budget_specs):
+        assert ours.algo_kwargs == theirs.algo_kwargs and ours.eval_episodes == theirs.eval_episodes
+        assert ours.relpath == theirs.relpath.replace("/reduced/", "/reduced-20000-steps/")
+    argv = ["run", "point-mass-beta", "--budget", "reduced", "--steps", "20000", "--settings", "beta=1", "--list"]
+    assert experiments_main(argv) == 0
+    assert "todo  point-mass-beta/reduced-20000-steps/beta=1/maxdiff/seed_0" in capsys.readouterr().out
 
 
 def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):

@@ -76,12 +76,19 @@ def build_specs(
     settings: list[str] | None = None,
     methods: list[str] | None = None,
     device: str = "cpu",
+    steps: int | None = None,
 ) -> list[RunSpec]:
     """
     The runs of a preset, seed-major (every cell's seed 0, then every cell's seed 1, ...), so that a
     sweep stopped half-way has complete seeds rather than complete cells.
+
+    :param steps: environment steps per run instead of the budget's; the runs are then labelled
+        ``<budget>-<steps>-steps`` (their own folder and report) so they never mix with the budget's
     """
     preset, budget = get_preset(preset_name), get_budget(budget_name)
+    if steps is not None and steps < 1:
+        raise ValueError(f"steps must be a positive number of environment steps, got {steps}")
+    label = budget_name if steps is None else f"{budget_name}-{steps}-steps"
     for given, known, what in ((settings, preset.settings, "settings"), (methods, preset.methods, "methods")):
         unknown = sorted(set(given or ()) - set(known))
         if unknown:
@@ -92,13 +99,13 @@ def build_specs(
     return [
         RunSpec(
             preset=preset.name,
-            budget=budget_name,
+            budget=label,
             setting=cell.setting,
             method=cell.method,
             seed=seed,
             env_id=cell.env_id,
             algo_kwargs=cell_kwargs(cell, budget),
-            steps=budget.steps[cell.family],
+            steps=budget.steps[cell.family] if steps is None else steps,
             single_shot=cell.single_shot,
             eval_env_ids=() if cell.single_shot else (cell.eval_env_ids or (cell.env_id,)),
             eval_episodes=budget.eval_episodes,

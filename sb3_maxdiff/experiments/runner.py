@@ -192,6 +192,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("preset", choices=sorted(PRESETS))
     parser.add_argument("--budget", choices=BUDGETS, default="reduced")
     parser.add_argument("--seeds", type=_positive_int, default=None, help="seeds 0..N-1 (default: the budget's)")
+    parser.add_argument(
+        "--steps",
+        type=_positive_int,
+        default=None,
+        help="environment steps per run instead of the budget's (stored apart, as budget '<budget>-<steps>-steps')",
+    )
     parser.add_argument("--out", default="results", help="results folder")
     parser.add_argument("--settings", nargs="+", default=None, help="only these settings of the preset")
     parser.add_argument("--methods", nargs="+", default=None, help="only these methods")
@@ -204,7 +210,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
     seeds = range(args.seeds or get_budget(args.budget).seeds)
     try:
-        specs = build_specs(args.preset, args.budget, seeds, args.settings, args.methods, args.device)
+        specs = build_specs(args.preset, args.budget, seeds, args.settings, args.methods, args.device, args.steps)
     except ValueError as error:
         parser.error(str(error))
     if args.list:
