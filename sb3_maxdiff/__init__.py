@@ -2,6 +2,7 @@
 
 import os
 
+from sb3_maxdiff.common.callbacks import ErgodicityLogger
 from sb3_maxdiff.common.entropy import path_entropy
 from sb3_maxdiff.common.schedules import StepSchedule
 from sb3_maxdiff.envs import register_envs
@@ -13,4 +14,4 @@ with open(os.path.join(os.path.dirname(__file__), "version.txt")) as file_handle
 
 register_envs()
 
-__all__ = ["NNMPPI", "MaxDiffMPPI", "StepSchedule", "__version__", "path_entropy"]
+__all__ = ["NNMPPI", "ErgodicityLogger", "MaxDiffMPPI", "StepSchedule", "__version__", "path_entropy"]

@@ -102,7 +102,7 @@ def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
     assert experiments_main(["report", out]) == 0
     folder = tmp_path / "point-mass-beta" / "smoke"
     report = (folder / "REPORT.md").read_text()
-    assert "| beta=0.01 | PointMass-beta0_01-v0 | MaxDiff | 2 | 2 |" in report
+    assert "| beta=0.01 | PointMassUnbounded-beta0_01-v0 | MaxDiff | 2 | 2 |" in report
     assert "MaxDiff vs NN-MPPI" in report and "-269.9 +/- 257.0" in report  # published numbers beside ours
     for figure in ("multi_shot_learning_curves.png", "multi_shot_final.png"):
         assert (folder / figure).stat().st_size > 10_000

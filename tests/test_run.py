@@ -53,7 +53,7 @@ def test_swimmer_v4_quick():
         dict(entropy_method="log_trace"),
         dict(alpha=StepSchedule([0.5, 5.0], [50])),
         dict(alpha=lambda progress: 5.0 * progress),
-        dict(control_cost=True, clip_samples=True),
+        dict(control_cost=True, action_semantics="authors", warmup_actions="planner"),
     ],
 )
 def test_maxdiff_options(options):

@@ -22,7 +22,11 @@ ENV_IDS = {env_id for _, env_id in ENTRIES}
 
 def test_every_file_covers_every_paper_env():
     expected = {
-        *(sb3_maxdiff.envs.point_mass_id(beta) for beta in sb3_maxdiff.envs.POINT_MASS_BETAS),
+        *(
+            sb3_maxdiff.envs.point_mass_id(beta, bounded)
+            for beta in sb3_maxdiff.envs.POINT_MASS_BETAS
+            for bounded in (True, False)
+        ),
         *sb3_maxdiff.envs.MUJOCO_ENVS,
     }
     assert ENV_IDS == expected

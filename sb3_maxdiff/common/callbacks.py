@@ -6,6 +6,8 @@ import os
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from sb3_maxdiff.common import ergodicity
+
 
 class WindowReturnLogger(BaseCallback):
     """
@@ -81,3 +83,78 @@ class PathEntropyBonusLogger(BaseCallback):
             if "episode_bonus" in info:
                 self.logger.record_mean("rollout/ep_bonus_mean", info["episode_bonus"])
         return True
+
+
+class ErgodicityLogger(BaseCallback):
+    """
+    Ergodicity diagnostics of the training trajectories (:mod:`sb3_maxdiff.common.ergodicity`), per
+    environment and episode, restricted to the exploration dims: the MSD exponent
+    (``ergodicity/msd_exponent``), the integrated autocorrelation time (``ergodicity/autocorr_time``), the
+    coverage of the episode (``ergodicity/episode_coverage``) and of everything visited since training
+    began (``ergodicity/coverage``): fractions of the cells of a ``bins ** d`` grid over ``[low, high]``.
+    Each finished episode is also kept in :attr:`episodes` (one dict per episode). Episodes shorter than
+    ``min_length`` steps are not scored.
+
+    :param dims: observation indices of the exploration dims (e.g. ``[0, 1]`` for the point mass's x, y)
+    :param low: lower corner of the coverage grid, one value per dim
+    :param high: upper corner of the coverage grid, one value per dim
+    :param bins: cells per dim of the coverage grid
+    :param min_length: shortest episode that is scored (the MSD fit needs at least 8 states)
+    :param verbose: 1 prints each scored episode
+    """
+
+    def __init__(
+        self,
+        dims: list[int],
+        low: list[float],
+        high: list[float],
+        bins: int = 20,
+        min_length: int = 20,
+        verbose: int = 0,
+    ):
+        super().__init__(verbose)
+        self.dims = [int(d) for d in dims]
+        self.low, self.high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+        if len(self.dims) == 0 or self.low.shape != (len(self.dims),) or self.high.shape != self.low.shape:
+            raise ValueError(f"dims, low and high must be non-empty and of the same length, got {dims}, {low}, {high}")
+        if not np.all(self.high > self.low):
+            raise ValueError(f"high must exceed low in every dim, got low={low}, high={high}")
+        if bins < 1 or min_length < 8:
+            raise ValueError(f"need bins >= 1 and min_length >= 8, got bins={bins}, min_length={min_length}")
+        self.bins, self.min_length = int(bins), int(min_length)
+        self.episodes: list[dict[str, float]] = []
+        self._cells: set[tuple[int, ...]] = set()
+        self._paths: list[list[np.ndarray]] = []
+
+    def _on_training_start(self) -> None:
+        start = np.asarray(self.model._last_obs).reshape(self.training_env.num_envs, -1)  # type: ignore[arg-type]
+        self._paths = [[row[self.dims].astype(np.float64)] for row in start]
+
+    def _on_step(self) -> bool:
+        new_obs = np.asarray(self.locals["new_obs"]).reshape(self.training_env.num_envs, -1)
+        for index, (obs, done, info) in enumerate(zip(new_obs, self.locals["dones"], self.locals["infos"])):
+            final = info.get("terminal_observation") if done else None
+            self._paths[index].append(np.asarray(obs if final is None else final, dtype=np.float64).reshape(-1)[self.dims])
+            if done:
+                self._end_episode(np.array(self._paths[index]))
+                self._paths[index] = [obs.astype(np.float64)[self.dims]]
+        return True
+
+    def _end_episode(self, path: np.ndarray) -> None:
+        if len(path) < self.min_length:
+            return
+        cells = ergodicity.visited_cells(path, self.low, self.high, self.bins)
+        self._cells |= cells
+        scores = {
+            "timesteps": float(self.num_timesteps),
+            "msd_exponent": ergodicity.msd_exponent(path),
+            "autocorr_time": ergodicity.autocorrelation_time(path),
+            "episode_coverage": len(cells) / float(self.bins ** len(self.dims)),
+            "coverage": len(self._cells) / float(self.bins ** len(self.dims)),
+        }
+        self.episodes.append(scores)
+        for name in ("msd_exponent", "autocorr_time", "episode_coverage"):
+            self.logger.record_mean(f"ergodicity/{name}", scores[name])
+        self.logger.record("ergodicity/coverage", scores["coverage"])
+        if self.verbose >= 1:
+            print("episode " + ", ".join(f"{name} {value:.3g}" for name, value in scores.items()))

@@ -2,7 +2,7 @@
 
 import gymnasium as gym
 
-from sb3_maxdiff.envs.mujoco import PaperAntEnv, PaperSwimmerEnv, light_tail_swimmer_xml
+from sb3_maxdiff.envs.mujoco import PaperAntEnv, PaperHalfCheetahEnv, PaperSwimmerEnv, light_tail_swimmer_xml
 from sb3_maxdiff.envs.point_mass import PointMassEnv
 
 NAMESPACE = "sb3_maxdiff"
@@ -16,24 +16,32 @@ MUJOCO_ENVS: dict[str, tuple[object, dict]] = {
     SWIMMER_HEAVY: (PaperSwimmerEnv, {"light_tail": False}),
     SWIMMER_LIGHT: (PaperSwimmerEnv, {"light_tail": True}),
     ANT: (PaperAntEnv, {}),
-    HALF_CHEETAH: (
-        "gymnasium.envs.mujoco.half_cheetah_v5:HalfCheetahEnv",
-        {"exclude_current_positions_from_observation": False},
-    ),
+    HALF_CHEETAH: (PaperHalfCheetahEnv, {}),
 }
 
 
-def point_mass_id(beta: str) -> str:
-    """Registered id of the point mass with controllability ``beta`` ("1", "0.1", "0.01" or "0.001")."""
+def point_mass_id(beta: str, bounded_actions: bool = True) -> str:
+    """
+    Registered id of the point mass with controllability ``beta`` ("1", "0.1", "0.01" or "0.001").
+
+    :param beta: the controllability, as a string
+    :param bounded_actions: True: ``PointMass-...`` (actions clipped to [-1, 1]); False:
+        ``PointMassUnbounded-...`` (actions applied unclipped, as in the authors' runs)
+    """
     if beta not in POINT_MASS_BETAS:
         raise ValueError(f"beta must be one of {list(POINT_MASS_BETAS)}, got {beta!r}")
+    name = "PointMass" if bounded_actions else "PointMassUnbounded"
     # no dot in ids: SB3 would take ".01-v0" for a file suffix when RL Zoo saves "<env id>.zip"
-    return f"{NAMESPACE}/PointMass-beta{beta.replace('.', '_')}-v0"
+    return f"{NAMESPACE}/{name}-beta{beta.replace('.', '_')}-v0"
 
 
 def register_envs() -> None:
     """Register one id per paper setting, so that training, evaluation and enjoy build the same env."""
-    specs = {point_mass_id(name): (PointMassEnv, {"beta": beta}) for name, beta in POINT_MASS_BETAS.items()}
+    specs = {
+        point_mass_id(name, bounded): (PointMassEnv, {"beta": beta, "bounded_actions": bounded})
+        for name, beta in POINT_MASS_BETAS.items()
+        for bounded in (True, False)
+    }
     for env_id, (entry_point, kwargs) in {**specs, **MUJOCO_ENVS}.items():
         if env_id not in gym.registry:
             gym.register(env_id, entry_point=entry_point, kwargs=kwargs, max_episode_steps=1000)  # type: ignore[arg-type]
@@ -47,6 +55,7 @@ __all__ = [
     "SWIMMER_HEAVY",
     "SWIMMER_LIGHT",
     "PaperAntEnv",
+    "PaperHalfCheetahEnv",
     "PaperSwimmerEnv",
     "PointMassEnv",
     "light_tail_swimmer_xml",

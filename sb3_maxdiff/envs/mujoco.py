@@ -8,6 +8,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 from gymnasium.envs.mujoco.ant_v5 import AntEnv
+from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv
 from gymnasium.envs.mujoco.swimmer_v5 import SwimmerEnv
 
 LIGHT_TAIL_DENSITY = 100.0  # the stock links have density 1000
@@ -40,10 +41,16 @@ def light_tail_swimmer_xml(cache_dir: str | None = None) -> str:
     return path
 
 
+def clip_to_space(action: np.ndarray, space: gymnasium.spaces.Box) -> np.ndarray:
+    """The action clipped to the bounds of ``space``, as the authors' action wrapper did before every step."""
+    return np.clip(np.asarray(action, dtype=np.float64), space.low, space.high)
+
+
 class PaperSwimmerEnv(SwimmerEnv):
     """
     Swimmer-v5 with x, y kept in the observation (obs 10: qpos then qvel), heavy (stock) or
-    light tail.
+    light tail. Actions are clipped to the bounds before the step (control cost included), so an
+    agent may send unclipped planner actions, as in the authors' runs.
 
     :param light_tail: use the light-tail model (tail density 100 instead of 1000)
     :param kwargs: other keyword arguments of Gymnasium's ``SwimmerEnv``
@@ -56,6 +63,25 @@ class PaperSwimmerEnv(SwimmerEnv):
         self.light_tail = light_tail
         super().__init__(**kwargs)
 
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        return super().step(clip_to_space(action, self.action_space))
+
+
+class PaperHalfCheetahEnv(HalfCheetahEnv):
+    """
+    HalfCheetah-v5 with x kept in the observation (obs 18); actions are clipped to the bounds before
+    the step (control cost included), as the authors' action wrapper did.
+
+    :param kwargs: other keyword arguments of Gymnasium's ``HalfCheetahEnv``
+    """
+
+    def __init__(self, **kwargs: Any):
+        kwargs.setdefault("exclude_current_positions_from_observation", False)
+        super().__init__(**kwargs)
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        return super().step(clip_to_space(action, self.action_space))
+
 
 class PaperAntEnv(AntEnv):
     """
@@ -63,7 +89,7 @@ class PaperAntEnv(AntEnv):
     forward velocity (control, contact and healthy weights 0), no stock termination. Instead the
     episode terminates once the torso has been upside down (tilt of its z axis from the vertical
     above ``max_tilt`` radians) for more than ``upside_down_time`` seconds of simulated time; the
-    clock restarts whenever the ant rights itself.
+    clock restarts whenever the ant rights itself. Actions are clipped to the bounds before the step.
 
     :param max_tilt: tilt beyond which the torso counts as upside down (2.7 rad)
     :param upside_down_time: seconds upside down before termination (1 s)
@@ -99,7 +125,7 @@ class PaperAntEnv(AntEnv):
         return super().reset_model()
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        observation, reward, terminated, truncated, info = super().step(action)
+        observation, reward, terminated, truncated, info = super().step(clip_to_space(action, self.action_space))
         self._upside_down_for = self._upside_down_for + self.dt if self.torso_tilt > self.max_tilt else 0.0
         info.update(torso_tilt=self.torso_tilt, upside_down_for=self._upside_down_for)
         upside_down = self._upside_down_for > self.upside_down_time + 1e-9

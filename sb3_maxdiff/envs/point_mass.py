@@ -10,24 +10,39 @@ from gymnasium import spaces
 class PointMassEnv(gym.Env[np.ndarray, np.ndarray]):
     """
     State ``[x, y, vx, vy]`` with ``dx/dt = beta * vx``, ``dy/dt = vy``, ``dv/dt = u``,
-    ``u`` in [-1, 1]^2, integrated with RK4 at ``dt = 0.1``. Reward ``-(x^2 + y^2)`` of the next
+    integrated with RK4 at ``dt = 0.1``. Reward ``-(x^2 + y^2)`` of the next
     state. Starts at ``(-1, -1, 0, 0) + N(0, 0.01^2)``; terminates when ``|x|`` or ``|y|`` exceeds 5.
     Small beta makes x hard to control, which is what the MaxDiff point-mass experiment varies.
+
+    The action space is ``[-1, 1]^2`` either way. With ``bounded_actions=True`` the env clips the
+    action to it; with ``bounded_actions=False`` it applies the action as given, as the authors'
+    point mass did (their planner's actions reach about +/-3), so the action space only sets the scale.
 
     :param beta: controllability of the x direction (1, 0.1, 0.01 and 0.001 in the paper)
     :param dt: integration step
     :param bound: termination boundary on ``|x|`` and ``|y|``
+    :param bounded_actions: clip actions to ``[-1, 1]^2`` (True) or apply them unclipped (False)
     :param render_mode: None or "rgb_array" (a 128 x 128 top view: the origin and the mass)
     """
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 10}  # noqa: RUF012
 
-    def __init__(self, beta: float = 1.0, dt: float = 0.1, bound: float = 5.0, render_mode: str | None = None):
+    def __init__(
+        self,
+        beta: float = 1.0,
+        dt: float = 0.1,
+        bound: float = 5.0,
+        bounded_actions: bool = True,
+        render_mode: str | None = None,
+    ):
         if not beta > 0:
             raise ValueError(f"beta must be > 0, got {beta}")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        if not isinstance(bounded_actions, (bool, np.bool_)):
+            raise ValueError(f"bounded_actions must be True or False, got {bounded_actions!r}")
         self.render_mode = render_mode
+        self.bounded_actions = bool(bounded_actions)
         self.beta, self.dt, self.bound = float(beta), float(dt), float(bound)
         self.observation_space = spaces.Box(-np.inf, np.inf, shape=(4,), dtype=np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
@@ -49,7 +64,9 @@ class PointMassEnv(gym.Env[np.ndarray, np.ndarray]):
         return self._state.astype(np.float32), {}
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        action = np.clip(np.asarray(action, dtype=np.float64), self.action_space.low, self.action_space.high)
+        action = np.asarray(action, dtype=np.float64)
+        if self.bounded_actions:
+            action = np.clip(action, self.action_space.low, self.action_space.high)
         self._state = self._rk4(self._state, action)
         x, y = self._state[0], self._state[1]
         reward = -float(x**2 + y**2)

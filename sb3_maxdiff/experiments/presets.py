@@ -148,7 +148,14 @@ PRESETS: dict[str, Preset] = {
     for preset in (
         Preset(
             "point-mass-beta",
-            "Fig. 1: point mass, controllability beta in {1, 0.1, 0.01, 0.001}",
+            "Fig. 1: point mass, controllability beta in {1, 0.1, 0.01, 0.001}, unbounded actions as in the authors' runs",
+            _grid({f"beta={beta}": point_mass_id(beta, bounded_actions=False) for beta in POINT_MASS_BETAS}),
+            _final_table(_PM_FINAL, "beta={}"),
+            _PM_CURVE,
+        ),
+        Preset(
+            "point-mass-beta-bounded",
+            "Fig. 1 with actions clipped to [-1, 1] (env and planner): the bounded variant of point-mass-beta",
             _grid({f"beta={beta}": point_mass_id(beta) for beta in POINT_MASS_BETAS}),
             _final_table(_PM_FINAL, "beta={}"),
             _PM_CURVE,

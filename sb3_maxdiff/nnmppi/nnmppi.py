@@ -55,6 +55,16 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
         raise ValueError(f"observation_space must be a gymnasium.spaces.Box, got {observation_space}")
 
 
+ACTION_SEMANTICS = ("bounded", "authors")
+WARMUP_ACTIONS = ("random", "planner")
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    """Raise a ValueError naming the parameter and its accepted values."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+
+
 def _check_positive(name: str, value: float, integer: bool = False) -> None:
     if integer and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
@@ -78,7 +88,8 @@ class NNMPPI(OffPolicyAlgorithm):
     :param env: the environment (instance or registered id); None when ``policy`` is the environment
     :param learning_rate: model learning rate (float or schedule)
     :param buffer_size: replay buffer size
-    :param learning_starts: uniformly random actions (and no model updates) for this many steps
+    :param learning_starts: no model updates for this many steps (and, with ``warmup_actions="random"``,
+        uniformly random actions)
     :param batch_size: model minibatch size
     :param train_freq: update the model every ``train_freq`` steps (int or (int, unit))
     :param gradient_steps: model updates after each rollout (SB3 convention; -1: as many as env steps)
@@ -87,7 +98,14 @@ class NNMPPI(OffPolicyAlgorithm):
     :param temperature: MPPI temperature lambda (> 0)
     :param noise_std: std sigma of the sampling noise (> 0); 0.3 in every published run
     :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the sample scores (as published)
-    :param clip_samples: clip sampled actions to the action bounds inside the rollouts (the published runs did not)
+    :param action_semantics: how planned actions relate to the action bounds; the action the model is
+        queried with, the one the env receives and the one the replay buffer stores always agree.
+        ``"bounded"``: sampled actions are clipped to the bounds before the rollout, so the model is only
+        asked about executable actions. ``"authors"``: as in the published runs, nothing is clipped by the
+        algorithm: the raw planner action is stored and sent to the env, which applies it as it is (the
+        ``PointMassUnbounded`` ids) or clips it itself (the paper's MuJoCo ids)
+    :param warmup_actions: ``"random"``: uniformly random actions for the first ``learning_starts`` steps;
+        ``"planner"``: plan with the (untrained) model from the first step, as the authors did
     :param planner_dtype: compute dtype of the planner's model rollouts, "float32" or "bfloat16" (the model
         is trained in float32 either way). bfloat16 only pays off on hardware with bfloat16 matrix units; on
         AVX2-only CPUs it is about 40x slower (BENCHMARKS.md)
@@ -120,7 +138,8 @@ class NNMPPI(OffPolicyAlgorithm):
         temperature: float = 0.5,
         noise_std: float = 0.3,
         control_cost: bool = True,
-        clip_samples: bool = False,
+        action_semantics: str = "bounded",
+        warmup_actions: str = "random",
         planner_dtype: str = "float32",
         replay_buffer_kwargs: dict[str, Any] | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -141,6 +160,8 @@ class NNMPPI(OffPolicyAlgorithm):
         _check_positive("batch_size", batch_size, integer=True)
         _check_positive("temperature", temperature)
         _check_positive("noise_std", noise_std)
+        check_choice("action_semantics", action_semantics, ACTION_SEMANTICS)
+        check_choice("warmup_actions", warmup_actions, WARMUP_ACTIONS)
         planner_compute_dtype(planner_dtype)  # raises on an unknown dtype, before SB3's setup
         super().__init__(
             policy,
@@ -167,7 +188,8 @@ class NNMPPI(OffPolicyAlgorithm):
         self.temperature = temperature
         self.noise_std = noise_std
         self.control_cost = control_cost
-        self.clip_samples = clip_samples
+        self.action_semantics = action_semantics
+        self.warmup_actions = warmup_actions
         self.planner_dtype = planner_dtype
         self._train_nominal: th.Tensor | None = None
         if _init_setup_model:
@@ -186,7 +208,7 @@ class NNMPPI(OffPolicyAlgorithm):
             temperature=self.temperature,
             noise_std=self.noise_std,
             control_cost=self.control_cost,
-            clip_samples=self.clip_samples,
+            clip_samples=self.action_semantics == "bounded",
             path_entropy=self._make_path_entropy(),
             dtype=self.planner_dtype,
         )
@@ -237,7 +259,7 @@ class NNMPPI(OffPolicyAlgorithm):
     def _sample_action(
         self, learning_starts: int, action_noise: ActionNoise | None = None, n_envs: int = 1
     ) -> tuple[np.ndarray, np.ndarray]:
-        if self.num_timesteps < learning_starts:
+        if self.warmup_actions == "random" and self.num_timesteps < learning_starts:
             return super()._sample_action(learning_starts, action_noise, n_envs)
         self._update_planner_parameters()
         obs, _ = self.policy.obs_to_tensor(self._last_obs)  # type: ignore[arg-type]
@@ -247,9 +269,12 @@ class NNMPPI(OffPolicyAlgorithm):
         self._train_nominal = result.nominal
         for name, value in zip(STAT_NAMES, result.stats.mean(dim=0).tolist()):
             self.logger.record_mean(f"planner/{name}", value)
-        scaled_action = np.clip(result.actions.cpu().numpy(), -1.0, 1.0)
+        scaled_action = result.actions.cpu().numpy()
         if action_noise is not None:
-            scaled_action = np.clip(scaled_action + action_noise(), -1.0, 1.0)
+            scaled_action = scaled_action + action_noise()
+        if self.action_semantics == "bounded":
+            scaled_action = np.clip(scaled_action, -1.0, 1.0)
+        # "authors": the raw planner action is executed (the env applies or clips it) and stored as it is
         return self.policy.unscale_action(scaled_action), scaled_action
 
     def _store_transition(

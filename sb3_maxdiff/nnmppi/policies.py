@@ -142,7 +142,10 @@ class MPPIPolicy(BasePolicy):
         if episode_start is not None:
             starts = th.as_tensor(np.asarray(episode_start, dtype=bool).reshape(n_envs), device=self.device)
         result = self.plan(obs_tensor, nominal, starts)
-        actions = self.unscale_action(np.clip(result.actions.cpu().numpy(), -1.0, 1.0))
+        scaled = result.actions.cpu().numpy()
+        if self.planner.clip_samples:  # bounded semantics; otherwise the env applies or clips the raw action
+            scaled = np.clip(scaled, -1.0, 1.0)
+        actions = self.unscale_action(scaled)
         if not vectorized_env:
             actions = actions.squeeze(axis=0)
         return actions, result.nominal.cpu().numpy()
