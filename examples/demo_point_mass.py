@@ -2,8 +2,10 @@
 MaxDiff RL vs NN-MPPI on the point mass with beta = 0.01 (the paper's hard setting, Fig. 1).
 
 Trains both methods side by side (one process and one CPU thread each) with the paper's
-point-mass hyperparameters, shows one progress bar for both, and saves a plot of the two
-learning curves (episode return vs environment steps) plus the raw returns as JSON::
+point-mass hyperparameters and the authors' action semantics (unbounded point mass, raw planner
+actions, planning from the first step), shows one progress bar for both, and saves a figure with
+each method's (x, y) training paths and the two learning curves, plus the returns and the ergodicity
+diagnostics (coverage of the +/-5 box, MSD exponent, autocorrelation time) as JSON::
 
     python examples/demo_point_mass.py --steps 10000 --seed 1 --out demo_output
 
@@ -22,12 +24,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from tqdm import tqdm
 
-ENV_ID = "sb3_maxdiff/PointMass-beta0_01-v0"
-# SPEC section 5, point-mass column
+ENV_ID = "sb3_maxdiff/PointMassUnbounded-beta0_01-v0"
+# the published point-mass settings, in the authors' action semantics
 COMMON: dict[str, Any] = dict(
+    action_semantics="authors",
+    warmup_actions="planner",
     learning_rate=5e-4,
     batch_size=128,
     horizon=30,
@@ -47,29 +52,34 @@ def _share_counter(counter: Any) -> None:
     _steps_done = counter
 
 
-class ReturnsAndProgress(BaseCallback):
-    """Record (step, return) of every finished episode and report progress to the parent process."""
+class ReturnsPathsAndProgress(BaseCallback):
+    """Record the return and (x, y) path of every episode and report progress to the parent process."""
 
     def __init__(self, counter: Any) -> None:
         super().__init__()
         self.counter = counter
         self.steps: list[int] = []
         self.returns: list[float] = []
+        self.paths: list[list[list[float]]] = [[]]
 
     def _on_step(self) -> bool:
         with self.counter.get_lock():
             self.counter.value += 1
-        for info in self.locals["infos"]:
-            if "episode" in info:
-                self.steps.append(self.num_timesteps)
-                self.returns.append(float(info["episode"]["r"]))
+        info = self.locals["infos"][0]
+        final = info.get("terminal_observation")
+        obs = final if final is not None else self.locals["new_obs"][0]
+        self.paths[-1].append([round(float(obs[0]), 4), round(float(obs[1]), 4)])
+        if "episode" in info:
+            self.steps.append(self.num_timesteps)
+            self.returns.append(float(info["episode"]["r"]))
+            self.paths.append([])
         return True
 
 
 def train(method: str, steps: int, seed: int) -> dict[str, Any]:
     import torch as th
 
-    from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
+    from sb3_maxdiff import NNMPPI, ErgodicityLogger, MaxDiffMPPI, StepSchedule
 
     th.set_num_threads(1)  # the two methods share the machine's cores
     if method == "MaxDiff":
@@ -77,14 +87,39 @@ def train(method: str, steps: int, seed: int) -> dict[str, Any]:
         model = MaxDiffMPPI(ENV_ID, seed=seed, alpha=alpha, explr_weights=[1.0, 1.0, 0.01, 0.01], **COMMON)
     else:
         model = NNMPPI(ENV_ID, seed=seed, **COMMON)
-    curve = ReturnsAndProgress(_steps_done)
+    curve = ReturnsPathsAndProgress(_steps_done)
+    diagnostics = ErgodicityLogger(dims=[0, 1], low=[-5.0, -5.0], high=[5.0, 5.0], bins=20)
     start = time.time()
-    model.learn(steps, callback=curve)
-    return {"steps": curve.steps, "returns": curve.returns, "seconds": time.time() - start}
+    model.learn(steps, callback=[curve, diagnostics])
+    episodes = diagnostics.episodes
+    return {
+        "steps": curve.steps,
+        "returns": curve.returns,
+        "seconds": time.time() - start,
+        "coverage": episodes[-1]["coverage"] if episodes else 0.0,
+        "msd_exponent": [episode["msd_exponent"] for episode in episodes],
+        "autocorr_time": [episode["autocorr_time"] for episode in episodes],
+        "paths": [path for path in curve.paths if path],
+    }
 
 
 def plot(results: dict[str, dict[str, Any]], seed: int, path: str) -> None:
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+    for ax, (name, result) in zip(axes[:2], results.items()):
+        colors = plt.get_cmap("viridis")(np.linspace(0.0, 1.0, max(len(result["paths"]), 2)))
+        for index, (episode, color) in enumerate(zip(result["paths"], colors)):
+            xy = np.asarray(episode)
+            ax.plot(xy[:, 0], xy[:, 1], color=color, linewidth=0.8, label="first episode" if index == 0 else None)
+        ax.plot([-1], [-1], "ks", label="start")
+        ax.plot([0], [0], "r*", markersize=12, label="goal")
+        ax.set_xlim(-5.2, 5.2)
+        ax.set_ylim(-5.2, 5.2)
+        ax.set_aspect("equal")
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+        ax.set_title(f"{name}: training paths (dark: early, light: late)\ncoverage of the +/-5 box {result['coverage']:.1%}")
+        ax.legend(loc="upper right", fontsize=8)
+    ax = axes[2]
     for (name, result), color in zip(results.items(), ["tab:purple", "tab:orange"]):
         ax.plot(result["steps"], result["returns"], "o-", color=color, label=name)
     ax.axhline(-2000, color="gray", linestyle=":", label="staying at the start (about -2000)")
@@ -118,11 +153,16 @@ def main() -> None:
 
     with open(os.path.join(args.out, "returns.json"), "w") as file:
         json.dump({"env_id": ENV_ID, "seed": args.seed, **results}, file, indent=1)
-    path = os.path.join(args.out, "point_mass_learning_curves.png")
+    path = os.path.join(args.out, "point_mass_paths_and_returns.png")
     plot(results, args.seed, path)
     for name, result in results.items():
         returns = [round(r) for r in result["returns"]]
         print(f"{name}: {result['seconds']:.0f} s, episode returns {returns}")
+        print(
+            f"  coverage of the +/-5 box (20 x 20 cells) {result['coverage']:.1%}, median MSD exponent "
+            f"{np.nanmedian(result['msd_exponent']):.2f}, "
+            f"median autocorrelation time {np.nanmedian(result['autocorr_time']):.0f} steps"
+        )
     print(f"Saved {path}")
 
 

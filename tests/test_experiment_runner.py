@@ -104,6 +104,7 @@ def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
     report = (folder / "REPORT.md").read_text()
     assert "| beta=0.01 | PointMassUnbounded-beta0_01-v0 | MaxDiff | 2 | 2 |" in report
     assert "MaxDiff vs NN-MPPI" in report and "-269.9 +/- 257.0" in report  # published numbers beside ours
+    assert "## Ergodicity of the training paths" in report and "| beta=0.01 | MaxDiff | 2 |" in report
     for figure in ("multi_shot_learning_curves.png", "multi_shot_final.png"):
         assert (folder / figure).stat().st_size > 10_000
     assert time.perf_counter() - start < 180
@@ -128,13 +129,21 @@ def test_interrupted_run_continues_from_its_checkpoint(tmp_path, monkeypatch):
     with pytest.raises(Killed):
         execute_run(spec, out)
     run_dir = tmp_path / spec.relpath
-    assert json.loads((run_dir / "checkpoint.json").read_text()) == {"timesteps": 200, "episodes": 2}
+    checkpoint = json.loads((run_dir / "checkpoint.json").read_text())
+    assert {key: checkpoint[key] for key in ("timesteps", "episodes")} == {"timesteps": 200, "episodes": 2}
+    assert len(checkpoint["visited_cells"]) > 0  # the coverage carries on after the restart
     assert len(_monitor_rows(out, spec)) == 2  # the third episode never finished
     monkeypatch.undo()
 
     result = execute_run(spec, out)
     assert result["resumed_from_steps"] == 200
     assert [int(row["l"]) for row in _monitor_rows(out, spec)] == [100, 100, 100]
+    with open(run_dir / "ergodicity.csv") as file:
+        rows = list(csv.DictReader(file))
+    assert [float(row["timesteps"]) for row in rows] == [100.0, 200.0, 300.0]  # one row per episode, none twice
+    coverage = [float(row["coverage"]) for row in rows]
+    assert coverage == sorted(coverage) and result["ergodicity"]["coverage"] == coverage[-1]
+    assert result["ergodicity"]["episodes"] == 3
     assert not list(run_dir.glob("checkpoint*"))  # removed once the final model is saved
     from sb3_maxdiff import NNMPPI
 

@@ -85,6 +85,9 @@ class PathEntropyBonusLogger(BaseCallback):
         return True
 
 
+ERGODICITY_COLUMNS = ("timesteps", "msd_exponent", "autocorr_time", "episode_coverage", "coverage")
+
+
 class ErgodicityLogger(BaseCallback):
     """
     Ergodicity diagnostics of the training trajectories (:mod:`sb3_maxdiff.common.ergodicity`), per
@@ -92,14 +95,17 @@ class ErgodicityLogger(BaseCallback):
     (``ergodicity/msd_exponent``), the integrated autocorrelation time (``ergodicity/autocorr_time``), the
     coverage of the episode (``ergodicity/episode_coverage``) and of everything visited since training
     began (``ergodicity/coverage``): fractions of the cells of a ``bins ** d`` grid over ``[low, high]``.
-    Each finished episode is also kept in :attr:`episodes` (one dict per episode). Episodes shorter than
-    ``min_length`` steps are not scored.
+    Each finished episode is also kept in :attr:`episodes` (one dict per episode) and, optionally,
+    appended to a CSV file. Episodes shorter than ``min_length`` steps are not scored. The cells visited
+    so far are :attr:`visited`; a resumed run may set it to carry the coverage on.
 
     :param dims: observation indices of the exploration dims (e.g. ``[0, 1]`` for the point mass's x, y)
     :param low: lower corner of the coverage grid, one value per dim
     :param high: upper corner of the coverage grid, one value per dim
     :param bins: cells per dim of the coverage grid
     :param min_length: shortest episode that is scored (the MSD fit needs at least 8 states)
+    :param csv_path: CSV file to append each scored episode to (None: logger only); its header is
+        written when the file does not exist yet
     :param verbose: 1 prints each scored episode
     """
 
@@ -110,9 +116,11 @@ class ErgodicityLogger(BaseCallback):
         high: list[float],
         bins: int = 20,
         min_length: int = 20,
+        csv_path: str | None = None,
         verbose: int = 0,
     ):
         super().__init__(verbose)
+        self.csv_path = csv_path
         self.dims = [int(d) for d in dims]
         self.low, self.high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
         if len(self.dims) == 0 or self.low.shape != (len(self.dims),) or self.high.shape != self.low.shape:
@@ -123,12 +131,16 @@ class ErgodicityLogger(BaseCallback):
             raise ValueError(f"need bins >= 1 and min_length >= 8, got bins={bins}, min_length={min_length}")
         self.bins, self.min_length = int(bins), int(min_length)
         self.episodes: list[dict[str, float]] = []
-        self._cells: set[tuple[int, ...]] = set()
+        self.visited: set[tuple[int, ...]] = set()
         self._paths: list[list[np.ndarray]] = []
 
     def _on_training_start(self) -> None:
         start = np.asarray(self.model._last_obs).reshape(self.training_env.num_envs, -1)  # type: ignore[arg-type]
         self._paths = [[row[self.dims].astype(np.float64)] for row in start]
+        if self.csv_path is not None and not os.path.exists(self.csv_path):
+            os.makedirs(os.path.dirname(os.path.abspath(self.csv_path)), exist_ok=True)
+            with open(self.csv_path, "w", newline="") as file:
+                csv.writer(file).writerow(ERGODICITY_COLUMNS)
 
     def _on_step(self) -> bool:
         new_obs = np.asarray(self.locals["new_obs"]).reshape(self.training_env.num_envs, -1)
@@ -144,15 +156,18 @@ class ErgodicityLogger(BaseCallback):
         if len(path) < self.min_length:
             return
         cells = ergodicity.visited_cells(path, self.low, self.high, self.bins)
-        self._cells |= cells
+        self.visited |= cells
         scores = {
             "timesteps": float(self.num_timesteps),
             "msd_exponent": ergodicity.msd_exponent(path),
             "autocorr_time": ergodicity.autocorrelation_time(path),
             "episode_coverage": len(cells) / float(self.bins ** len(self.dims)),
-            "coverage": len(self._cells) / float(self.bins ** len(self.dims)),
+            "coverage": len(self.visited) / float(self.bins ** len(self.dims)),
         }
         self.episodes.append(scores)
+        if self.csv_path is not None:
+            with open(self.csv_path, "a", newline="") as file:
+                csv.writer(file).writerow([scores[name] for name in ERGODICITY_COLUMNS])
         for name in ("msd_exponent", "autocorr_time", "episode_coverage"):
             self.logger.record_mean(f"ergodicity/{name}", scores[name])
         self.logger.record("ergodicity/coverage", scores["coverage"])

@@ -33,7 +33,7 @@ def visited_cells(states: np.ndarray, low: np.ndarray, high: np.ndarray, bins: i
         raise ValueError(f"need bins >= 1 and low < high of shape ({path.shape[1]},), got {bins}, {low}, {high}")
     inside = np.all((path >= low) & (path <= high), axis=1)
     index = np.floor((path[inside] - low) / (high - low) * bins).astype(int).clip(0, bins - 1)
-    return {tuple(row) for row in index}
+    return {tuple(int(value) for value in row) for row in index}
 
 
 def coverage(states: np.ndarray, low: np.ndarray, high: np.ndarray, bins: int = 20) -> float:

@@ -25,6 +25,9 @@ RESULT_FILE = "result.json"
 SPEC_FILE = "spec.json"
 MODEL_FILE = "model.zip"
 CHECKPOINT_FILE = "checkpoint.json"
+ERGODICITY_FILE = "ergodicity.csv"
+# ergodicity diagnostics of the point mass's training paths: (x, y) on a 20 x 20 grid over its +/-5 box
+POINT_MASS_ERGODICITY = dict(dims=[0, 1], low=[-5.0, -5.0], high=[5.0, 5.0], bins=20)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,8 +158,36 @@ class _Progress:
                 self.counter.value += 1
 
 
-def _callbacks(run_dir: str, spec: RunSpec, progress: _Progress, episodes_before: int) -> list:
+def _ergodicity_logger(run_dir: str, spec: RunSpec, steps_before: int) -> Any:
+    """
+    The ergodicity callback of a multi-shot point-mass run (None for other runs), writing ``ergodicity.csv``.
+    A fresh run starts the file anew; a resumed one keeps the rows up to its checkpoint and the grid cells
+    visited until then.
+    """
+    from sb3_maxdiff.common.callbacks import ErgodicityLogger
+
+    if spec.single_shot or "PointMass" not in spec.env_id:
+        return None
+    path = os.path.join(run_dir, ERGODICITY_FILE)
+    logger = ErgodicityLogger(**POINT_MASS_ERGODICITY, csv_path=path)
+    if steps_before == 0:
+        if os.path.exists(path):
+            os.remove(path)
+        return logger
+    if os.path.exists(path):
+        with open(path) as file:
+            lines = file.readlines()
+        with open(path, "w") as file:
+            file.writelines(lines[:1] + [line for line in lines[1:] if float(line.split(",")[0]) <= steps_before])
+    with open(os.path.join(run_dir, CHECKPOINT_FILE)) as file:
+        logger.visited = {tuple(cell) for cell in json.load(file).get("visited_cells", [])}
+    return logger
+
+
+def _callbacks(run_dir: str, spec: RunSpec, progress: _Progress, episodes_before: int, steps_before: int) -> list:
     from stable_baselines3.common.callbacks import BaseCallback
+
+    ergodicity = _ergodicity_logger(run_dir, spec, steps_before)
 
     class StepHook(BaseCallback):
         def __init__(self) -> None:
@@ -173,19 +204,42 @@ def _callbacks(run_dir: str, spec: RunSpec, progress: _Progress, episodes_before
                 return True
             self.episodes += 1
             if spec.checkpoint_every and self.num_timesteps - self.last_checkpoint >= spec.checkpoint_every:
-                _save_checkpoint(run_dir, self.model, self.episodes)
+                extra = {} if ergodicity is None else {"visited_cells": sorted(ergodicity.visited)}
+                _save_checkpoint(run_dir, self.model, self.episodes, extra)
                 self.last_checkpoint = self.num_timesteps
             return True
 
-    return [StepHook()]
+    # the diagnostics see an episode's end before the checkpoint is written
+    return [StepHook()] if ergodicity is None else [ergodicity, StepHook()]
 
 
-def _save_checkpoint(run_dir: str, model: Any, episodes: int) -> None:
+def _ergodicity_summary(run_dir: str) -> dict[str, float] | None:
+    """Final coverage and per-episode medians of the MSD exponent and autocorrelation time, from ``ergodicity.csv``."""
+    import csv
+
+    import numpy as np
+
+    path = os.path.join(run_dir, ERGODICITY_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path) as file:
+        rows = list(csv.DictReader(file))
+    if not rows:
+        return None
+    return {
+        "episodes": len(rows),
+        "coverage": float(rows[-1]["coverage"]),
+        "msd_exponent": float(np.nanmedian([float(row["msd_exponent"]) for row in rows])),
+        "autocorr_time": float(np.nanmedian([float(row["autocorr_time"]) for row in rows])),
+    }
+
+
+def _save_checkpoint(run_dir: str, model: Any, episodes: int, extra: dict[str, Any] | None = None) -> None:
     """Model and replay buffer at ``model.num_timesteps``, then the pointer to them, then old ones deleted."""
     steps = model.num_timesteps
     model.save(os.path.join(run_dir, f"checkpoint_{steps}.zip"))
     model.save_replay_buffer(os.path.join(run_dir, f"checkpoint_{steps}_replay_buffer.pkl"))
-    _write_json(os.path.join(run_dir, CHECKPOINT_FILE), {"timesteps": steps, "episodes": episodes})
+    _write_json(os.path.join(run_dir, CHECKPOINT_FILE), {"timesteps": steps, "episodes": episodes, **(extra or {})})
     _remove_checkpoints(run_dir, keep=steps)
 
 
@@ -278,7 +332,7 @@ def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1) 
     else:
         model, done_steps, episodes = _build_or_resume(run_dir, spec)
         result["resumed_from_steps"] = done_steps
-        callbacks = _callbacks(run_dir, spec, progress, episodes)
+        callbacks = _callbacks(run_dir, spec, progress, episodes, done_steps)
         if spec.single_shot:
             from sb3_maxdiff.experiments.single_shot import learn_single_shot
 
@@ -289,6 +343,9 @@ def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1) 
         model.save(model_path)
         _remove_checkpoints(run_dir)
     result["train_seconds"] = time.perf_counter() - start
+    ergodicity = _ergodicity_summary(run_dir)
+    if ergodicity is not None:
+        result["ergodicity"] = ergodicity
     if spec.single_shot and "window_returns" not in result:
         result.update(_read_windows(os.path.join(run_dir, "windows.csv")))
     start = time.perf_counter()

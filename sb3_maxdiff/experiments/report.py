@@ -227,6 +227,35 @@ def curve_table(preset: Preset | None, runs: list[Run]) -> list[str]:
     return lines if len(lines) > 6 else []
 
 
+def ergodicity_table(preset: Preset | None, runs: list[Run]) -> list[str]:
+    """Markdown: ergodicity diagnostics of the training paths per cell (mean +/- std over seeds)."""
+    settings, methods = _ordered(preset, runs)
+    cells = _cells(runs)
+    rows = []
+    for setting, method in itertools.product(settings, methods):
+        summaries = [run.result["ergodicity"] for run in cells.get((setting, method), []) if "ergodicity" in run.result]
+        if not summaries:
+            continue
+        columns = [
+            _fmt(*summarize([summary[name] for summary in summaries if not math.isnan(summary[name])])[:2])
+            for name in ("coverage", "msd_exponent", "autocorr_time")
+        ]
+        rows.append(f"| {setting} | {METHOD_LABELS.get(method, method)} | {len(summaries)} | " + " | ".join(columns) + " |")
+    if not rows:
+        return []
+    return [
+        "## Ergodicity of the training paths",
+        "",
+        "Per seed: the fraction of the 20 x 20 cells of the +/-5 box that the (x, y) training paths visited, and "
+        "the medians over its training episodes of the MSD exponent (1: diffusive, 2: ballistic) and of the "
+        "integrated autocorrelation time (steps); mean +/- std over seeds.",
+        "",
+        "| setting | method | seeds | coverage | MSD exponent | autocorrelation time |",
+        "|---|---|---|---|---|---|",
+        *rows,
+    ]
+
+
 def _curve_grid(runs: list[Run]) -> np.ndarray:
     step = runs[0].spec.window if runs[0].spec.single_shot else (runs[0].spec.max_episode_steps or 1000)
     return np.arange(step, max(run.spec.steps for run in runs) + 1, step)
@@ -337,7 +366,14 @@ def write_report(root: str, preset_name: str, budget: str, runs: list[Run], runn
         if not part:
             continue
         if kind == "multi_shot":
-            lines += [*multi_shot_tables(preset, part), "", *curve_table(preset, part), ""]
+            lines += [
+                *multi_shot_tables(preset, part),
+                "",
+                *curve_table(preset, part),
+                "",
+                *ergodicity_table(preset, part),
+                "",
+            ]
         else:
             lines += [*single_shot_tables(preset, part), ""]
         curves, bars = f"{kind}_learning_curves.png", f"{kind}_final.png"
