@@ -90,3 +90,58 @@ def test_bad_predict_state():
     model = NNMPPI(POINT_MASS, horizon=5, n_samples=8)
     with pytest.raises(ValueError, match="state"):
         model.predict(np.zeros(4, dtype=np.float32), state=np.zeros((1, 4, 2)))
+
+
+class ImageObsEnv(DiscreteEnv):
+    observation_space = gym.spaces.Box(0, 255, (8, 8, 3), dtype=np.uint8)
+    action_space = gym.spaces.Box(-1, 1, (2,))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(alpha="x"), r"alpha must be a float >= 0.*got 'x'"),
+        (dict(policy_kwargs=dict(net_arch=[])), r"net_arch must be a non-empty list of positive ints .*, got \[\]"),
+        (dict(policy_kwargs=dict(net_arch=[16, 0])), r"net_arch must be a non-empty list"),
+        (dict(buffer_size=1), r"buffer_size must be an integer >= 2, got 1"),
+        (dict(buffer_size=0), r"buffer_size must be an integer >= 2, got 0"),
+    ],
+)
+def test_bad_inputs_name_the_parameter(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MaxDiffMPPI(POINT_MASS, **kwargs)
+
+
+def test_non_flat_observations_are_refused_up_front():
+    with pytest.raises(ValueError, match=r"flat Box of shape \(n,\).*\(8, 8, 3\).*FlattenObservation"):
+        NNMPPI(ImageObsEnv())
+
+
+def test_skipped_updates_are_not_counted(monkeypatch):
+    import torch as th
+
+    from sb3_maxdiff.common.models import DynamicsRewardModel, ModelLosses
+
+    model = NNMPPI(POINT_MASS, learning_starts=20, batch_size=8, horizon=3, n_samples=8, policy_kwargs=dict(net_arch=[8]))
+    model.learn(30)
+    counted = model._n_updates
+    assert counted == 5 * 10  # 5 updates after each of the 10 steps past learning_starts
+
+    def nan_loss(self, *args):
+        nan = th.tensor(float("nan"), requires_grad=True)
+        return ModelLosses(nan, nan, nan)
+
+    monkeypatch.setattr(DynamicsRewardModel, "loss", nan_loss)
+    with pytest.warns(UserWarning, match="Non-finite model loss"):
+        model.learn(5, reset_num_timesteps=False)
+    assert model._n_updates == counted
+
+
+def test_zoo_commands_without_the_zoo_extra_say_what_to_install(monkeypatch):
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "optuna", None)  # as if optuna were not installed
+    monkeypatch.delitem(sys.modules, "sb3_maxdiff.zoo", raising=False)
+    with pytest.raises(ImportError, match=r"pip install 'sb3-maxdiff\[zoo\]'"):
+        importlib.import_module("sb3_maxdiff.zoo")

@@ -229,3 +229,14 @@ def test_transfer_preset_evaluates_on_both_tails(tmp_path):
     assert experiments_main(["report", out]) == 0
     report = (tmp_path / "swimmer-transfer" / "smoke" / "REPORT.md").read_text()
     assert "| trained light | Swimmer-heavy-v0 | MaxDiff | 1 | 1 |" in report
+
+
+def test_experiments_help_lists_the_commands(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        experiments_main(["--help"])
+    assert exit_info.value.code == 0
+    help_text = capsys.readouterr().out
+    assert all(command in help_text for command in ("run", "report", "single-shot", "transfer"))
+    with pytest.raises(SystemExit) as exit_info:
+        experiments_main(["bogus"])
+    assert exit_info.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err

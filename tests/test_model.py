@@ -82,3 +82,21 @@ def test_model_fits_point_mass_transitions():
     change_variance = (test_next - test_obs).var(dim=0).mean().item()
     assert one_step_error < 0.02 * change_variance, (one_step_error, change_variance)
     assert one_step_error == pytest.approx(0.0, abs=1e-3)
+
+
+def test_loss_leaves_out_rows_with_non_finite_entries():
+    th.manual_seed(0)
+    model = DynamicsRewardModel(3, 2, [16])
+    batch = [th.randn(6, 3), th.randn(6, 2), th.randn(6, 3), th.randn(6, 2), th.randn(6, 1), th.ones(6, 1)]
+    clean = model.loss(*(tensor[:4] for tensor in batch))
+    dirty = [tensor.clone() for tensor in batch]
+    dirty[0][4, 1] = float("nan")  # a NaN observation
+    dirty[4][5, 0] = float("inf")  # an infinite reward
+    mixed = model.loss(*dirty)
+    for a, b in zip(clean, mixed):
+        assert th.allclose(a, b, atol=1e-6)
+    mixed.total.backward()
+    assert all(th.isfinite(p.grad).all() for p in model.parameters())
+    all_bad = [tensor.clone() for tensor in batch]
+    all_bad[0][:] = float("nan")
+    assert th.isnan(model.loss(*all_bad).total)

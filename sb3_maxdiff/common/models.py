@@ -1,4 +1,4 @@
-"""The learned dynamics + reward model shared by NN-MPPI and MaxDiff (SPEC section 1)."""
+"""The learned dynamics + reward model shared by NN-MPPI and MaxDiff."""
 
 import itertools
 import math
@@ -62,6 +62,8 @@ class DynamicsRewardModel(nn.Module):
     ):
         super().__init__()
         net_arch = [200, 200] if net_arch is None else list(net_arch)
+        if not net_arch or any(isinstance(size, bool) or not isinstance(size, int) or size < 1 for size in net_arch):
+            raise ValueError(f"net_arch must be a non-empty list of positive ints (hidden layer sizes), got {net_arch!r}")
         self.obs_dim, self.action_dim = obs_dim, action_dim
         self.reward_discount = reward_discount
         # in place where possible: the planner runs this K x H times per step
@@ -92,19 +94,28 @@ class DynamicsRewardModel(nn.Module):
         bootstrap_masks: th.Tensor,
     ) -> ModelLosses:
         """
-        Model loss on a replay batch (SPEC section 1):
+        Model loss on a replay batch:
         Gaussian NLL of ``s'`` (mean over batch and dims) plus half the TD-like reward loss
         ``mean((r + 0.95 * mask * r_hat(s', a') - r_hat(s, a))^2)``, with the target detached.
+        Rows with a non-finite entry (e.g. a NaN observation from the env) are left out of both means,
+        without a host sync; a batch with no finite row gives a NaN loss.
 
         :param bootstrap_masks: 1 where ``a'`` is the real next action of the same episode, else 0
         """
+        rows = [obs, actions, next_obs, next_actions, rewards.reshape(-1, 1), bootstrap_masks.reshape(-1, 1)]
+        valid = th.stack([th.isfinite(tensor).all(dim=-1) for tensor in rows]).all(dim=0)
+        obs, actions, next_obs, next_actions, rewards, bootstrap_masks = (
+            th.where(valid[:, None], tensor, th.zeros_like(tensor)) for tensor in rows
+        )
+        row_weights = valid.to(obs.dtype) / valid.sum()  # NaN weights (0 / 0) when no row is finite
         mean_next, predicted_reward = self(obs, actions)
         log_std = self.log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
-        # -log N(s'; mean, std^2) per dim, averaged over batch and dims
-        dynamics_loss = (0.5 * ((next_obs - mean_next) * th.exp(-log_std)) ** 2 + log_std + HALF_LOG_2PI).mean()
+        # -log N(s'; mean, std^2) per dim, averaged over dims, then over the finite rows
+        nll = (0.5 * ((next_obs - mean_next) * th.exp(-log_std)) ** 2 + log_std + HALF_LOG_2PI).mean(dim=-1)
+        dynamics_loss = (nll * row_weights).sum()
         with th.no_grad():
             target = rewards.flatten() + self.reward_discount * bootstrap_masks.flatten() * self.predict_reward(
                 next_obs, next_actions
             )
-        reward_loss = ((target - predicted_reward) ** 2).mean()
+        reward_loss = (((target - predicted_reward) ** 2) * row_weights).sum()
         return ModelLosses(0.5 * reward_loss + dynamics_loss, dynamics_loss, reward_loss)

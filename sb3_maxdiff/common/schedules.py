@@ -1,6 +1,7 @@
 """Schedules over environment steps (e.g. the paper's point-mass alpha schedule)."""
 
 import itertools
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -49,6 +50,11 @@ def alpha_value(alpha: AlphaSchedule, num_timesteps: int, progress_remaining: fl
     Current value of ``alpha``: a float, a :class:`StepSchedule` (indexed by environment steps),
     or an SB3-style schedule (a callable of the remaining progress, 1 -> 0).
     """
+    if isinstance(alpha, (str, bytes)) or not (isinstance(alpha, (numbers.Real, StepSchedule)) or callable(alpha)):
+        raise ValueError(
+            "alpha must be a float >= 0, a StepSchedule, {'values': [...], 'boundaries': [...]} or a schedule of the "
+            f"remaining progress, got {alpha!r}"
+        )
     if isinstance(alpha, StepSchedule):
         value = alpha(num_timesteps)
     elif callable(alpha):

@@ -1,18 +1,29 @@
 """``python -m sb3_maxdiff.experiments <command> ...``: the experiment tools."""
 
+import argparse
 import sys
 
 from sb3_maxdiff.experiments import report, runner, single_shot, transfer
 
 COMMANDS = {"run": runner.main, "report": report.main, "single-shot": single_shot.main, "transfer": transfer.main}
+SUMMARIES = {
+    "run": "train and evaluate the (setting, method, seed) runs of a paper preset, resuming what is on disk",
+    "report": "tables, Welch t-tests and figures of the finished runs",
+    "single-shot": "one reset-free training run, returns per window",
+    "transfer": "evaluate a trained swimmer on both tails",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in COMMANDS:
-        print(f"usage: python -m sb3_maxdiff.experiments {{{','.join(COMMANDS)}}} [options]; add -h for a command's options")
-        raise SystemExit(2)
-    code = COMMANDS[argv[0]](argv[1:], prog=f"python -m sb3_maxdiff.experiments {argv[0]}")
+    parser = argparse.ArgumentParser(
+        prog="python -m sb3_maxdiff.experiments",
+        description="The paper's experiments: " + "; ".join(f"{name}: {text}" for name, text in SUMMARIES.items()) + ".",
+        epilog="Each command has its own options: python -m sb3_maxdiff.experiments <command> -h",
+    )
+    parser.add_argument("command", choices=list(COMMANDS), help="what to do")
+    parser.add_argument("options", nargs=argparse.REMAINDER, help="the command's options")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    code = COMMANDS[args.command](args.options, prog=f"python -m sb3_maxdiff.experiments {args.command}")
     return code if isinstance(code, int) else 0
 
 

@@ -53,6 +53,11 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
         raise ValueError("action_space must be a bounded Box (finite low and high): MPPI plans in normalised actions")
     if not isinstance(observation_space, spaces.Box):
         raise ValueError(f"observation_space must be a gymnasium.spaces.Box, got {observation_space}")
+    if len(observation_space.shape) != 1:
+        raise ValueError(
+            f"observation_space must be a flat Box of shape (n,) (the model is an MLP over the state), got shape "
+            f"{observation_space.shape}; flatten it first, e.g. with gymnasium.wrappers.FlattenObservation"
+        )
 
 
 ACTION_SEMANTICS = ("bounded", "authors")
@@ -158,6 +163,9 @@ class NNMPPI(OffPolicyAlgorithm):
         _check_positive("horizon", horizon, integer=True)
         _check_positive("n_samples", n_samples, integer=True)
         _check_positive("batch_size", batch_size, integer=True)
+        if isinstance(buffer_size, bool) or not isinstance(buffer_size, (int, np.integer)) or buffer_size < 2:
+            # the newest transition waits for its next action, so one row alone is never sampled
+            raise ValueError(f"buffer_size must be an integer >= 2, got {buffer_size!r}")
         _check_positive("temperature", temperature)
         _check_positive("noise_std", noise_std)
         check_choice("action_semantics", action_semantics, ACTION_SEMANTICS)
@@ -299,6 +307,7 @@ class NNMPPI(OffPolicyAlgorithm):
         # one draw for all gradient steps: a single host-to-device copy
         data = self.replay_buffer.sample(batch_size * gradient_steps, env=self._vec_normalize_env)
         losses = []
+        applied = 0
         for step in range(gradient_steps):
             batch = (tensor[step * batch_size : (step + 1) * batch_size] for tensor in data)
             loss = self.policy.model.loss(*batch)
@@ -308,8 +317,9 @@ class NNMPPI(OffPolicyAlgorithm):
             self.policy.optimizer.zero_grad()
             loss.total.backward()
             self.policy.optimizer.step()
+            applied += 1
             losses.append(th.stack([loss.total, loss.dynamics, loss.reward]).detach())
-        self._n_updates += gradient_steps
+        self._n_updates += applied
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
         if losses:
             total, dynamics, reward = th.stack(losses).mean(dim=0).tolist()

@@ -11,8 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import optuna
-import sqlalchemy
+try:
+    import optuna
+    import rl_zoo3  # noqa: F401  (checked here, imported where used)
+    import sqlalchemy
+except ImportError as error:  # a base install: say which extra brings the RL Zoo commands
+    raise ImportError(
+        f"{error}. The RL Zoo commands (train, enjoy, record_video, hub) need the zoo extra: pip install 'sb3-maxdiff[zoo]'"
+    ) from error
 from stable_baselines3 import SAC
 
 from sb3_maxdiff.maxdiff import MaxDiffMPPI
