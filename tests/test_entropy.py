@@ -130,3 +130,13 @@ def test_make_path_entropy_validation():
         make_path_entropy(obs_dim=4, horizon=10, method="top_eigs", top_m=5)
     with pytest.raises(ValueError, match="horizon"):
         make_path_entropy(obs_dim=4, horizon=1)
+
+
+def test_logdet_weights_shift_every_path_by_the_same_constant():
+    # log det(W C W) = log det C + 2 sum log w: with "logdet", explr_weights cannot change which path scores higher
+    th.manual_seed(0)
+    paths = th.randn(50, 30, 4, dtype=th.float64).cumsum(dim=1)
+    weights = th.tensor([1.0, 1.0, 0.01, 0.01], dtype=th.float64)
+    plain = path_entropy(paths, jitter=0.0)
+    weighted = path_entropy(paths, weights, jitter=0.0)
+    th.testing.assert_close(weighted - plain, th.full_like(plain, weights.log().sum().item()))

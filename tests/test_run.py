@@ -150,3 +150,9 @@ def test_cuda_run():
     model = MaxDiffMPPI(POINT_MASS, device="cuda", **TINY)
     model.learn(60)
     assert model.policy.alpha.device.type == "cuda"
+
+
+def test_calling_the_policy_plans_actions():
+    model = NNMPPI(POINT_MASS, seed=0, **TINY)
+    actions = model.policy(th.zeros((3, 4)))
+    assert actions.shape == (3, 2) and th.isfinite(actions).all()

@@ -48,7 +48,7 @@ def test_single_shot_command(tmp_path, capsys):
     csv_path = tmp_path / "out.csv"
     experiments_main(
         ["single-shot", "--algo", "nnmppi", "--env", SWIMMER_HEAVY, "--steps", "300", "--window", "100",
-         "--csv", str(csv_path), "--kwargs", '{"horizon": 4, "n_samples": 8, "learning_starts": 50}']
+         "--csv", str(csv_path), "--kwargs", '{"horizon": 4, "n_samples": 8, "learning_starts": 50}', "--threads", "1"]
     )  # fmt: skip
     assert "final distance along x" in capsys.readouterr().out
     assert len(csv_path.read_text().splitlines()) == 4
@@ -60,3 +60,9 @@ def test_single_shot_needs_one_env():
     model = get_algo("nnmppi")("MlpPolicy", make_vec_env(SWIMMER_HEAVY, n_envs=2), **SMALL["nnmppi"])
     with pytest.raises(ValueError, match="n_envs"):
         learn_single_shot(model, 10)
+
+
+def test_single_shot_threads_must_be_positive(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        experiments_main(["single-shot", "--algo", "nnmppi", "--env", SWIMMER_HEAVY, "--threads", "0"])
+    assert exit_info.value.code == 2 and "--threads must be an integer >= 1, got 0" in capsys.readouterr().err

@@ -23,7 +23,9 @@ def test_transfer_heavy_to_light(heavy_model):
 
 
 def test_transfer_command(heavy_model, capsys):
-    experiments_main(["transfer", "--algo", "maxdiff", "--model", heavy_model, "--env", SWIMMER_LIGHT, "--episodes", "1"])
+    experiments_main(
+        ["transfer", "--algo", "maxdiff", "--model", heavy_model, "--env", SWIMMER_LIGHT, "--episodes", "1", "--threads", "1"]
+    )
     assert "episode return" in capsys.readouterr().out
 
 

@@ -13,6 +13,7 @@ import json
 from typing import Any, NamedTuple
 
 import gymnasium as gym
+import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.type_aliases import MaybeCallback
@@ -70,7 +71,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> SingleShotRe
     parser.add_argument("--save", default=None, help="where to save the trained model")
     parser.add_argument("--kwargs", type=json.loads, default={}, help="algorithm keyword arguments as JSON")
     parser.add_argument("--progress-bar", action="store_true")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1; more oversubscribe a busy machine)")
     args = parser.parse_args(argv)
+    if args.threads < 1:
+        parser.error(f"--threads must be an integer >= 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
 
     model = get_algo(args.algo)("MlpPolicy", make_single_shot_env(args.env), seed=args.seed, **args.kwargs)
     result = learn_single_shot(model, args.steps, args.window, args.csv, progress_bar=args.progress_bar)

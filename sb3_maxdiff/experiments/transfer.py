@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import gymnasium as gym
 import numpy as np
+import torch
 from stable_baselines3.common.evaluation import evaluate_policy
 
 import sb3_maxdiff  # noqa: F401  (registers the environments)
@@ -46,7 +47,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> TransferResu
     parser.add_argument("--env", required=True, help="environment to evaluate on")
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1; more oversubscribe a busy machine)")
     args = parser.parse_args(argv)
+    if args.threads < 1:
+        parser.error(f"--threads must be an integer >= 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
     result = evaluate_transfer(args.model, args.algo, args.env, args.episodes, args.seed)
     print(f"{args.env}: episode return {result.mean:.2f} +/- {result.std:.2f} over {len(result.returns)} episodes")
     return result

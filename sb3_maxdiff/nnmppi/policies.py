@@ -111,6 +111,17 @@ class MPPIPolicy(BasePolicy):
     def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
         return self.plan(observation).actions
 
+    def forward(self, obs: PyTorchObs, deterministic: bool = False) -> th.Tensor:
+        """
+        Normalised planned actions for a batch of observations, each planned from a zero warm start
+        (``predict`` threads the warm start through ``state`` and returns actions in the env's bounds).
+
+        :param obs: observations, shape (E, *obs_shape)
+        :param deterministic: ignored (MPPI samples action sequences)
+        :return: actions of shape (E, m)
+        """
+        return self._predict(obs, deterministic)
+
     def predict(
         self,
         observation: np.ndarray | dict[str, np.ndarray],

@@ -116,10 +116,25 @@ def _has_option(argv: list[str], *names: str) -> bool:
     return any(arg == name or arg.startswith(f"{name}=") for arg in argv for name in names)
 
 
+def _ours_covers(algo: str, env_id: str) -> bool:
+    """
+    Whether our YAML file for ``algo`` has settings for ``env_id``. It does for our own algorithms'
+    every id (rl_zoo3 has no file for them, so ours is used and names what is missing); for SAC our
+    file only adds the paper's ids to RL Zoo's own settings, which stay in use for every other env.
+    """
+    import yaml
+
+    if algo not in ("sac",):
+        return True
+    with open(HYPERPARAMS_DIR / ZOO_ALGOS[algo][1]) as file:
+        return env_id in yaml.safe_load(file)
+
+
 def with_defaults(argv: list[str]) -> list[str]:
     """
     rl_zoo3 ``train`` arguments with our defaults added where the user gave none:
-    ``--conf-file hyperparams/<algo>.yml`` for our algorithms, and with ``-optimize`` a shared Optuna
+    ``--conf-file hyperparams/<algo>.yml`` for our algorithms (for ``sac`` only on the envs our file
+    covers, so that RL Zoo's own SAC settings stay in use elsewhere), and with ``-optimize`` a shared Optuna
     storage (SQLite file ``<log folder>/optuna.db``) and a study name ``<algo>-<env>``, so that several
     processes running the same command tune one study. ``--storage postgresql://...`` shares it
     across machines.
@@ -130,7 +145,7 @@ def with_defaults(argv: list[str]) -> list[str]:
     parser.add_argument("-f", "--log-folder", default="logs")
     known, _ = parser.parse_known_args(argv)
     argv = list(argv)
-    if known.algo in ZOO_ALGOS and not _has_option(argv, "-conf", "--conf-file"):
+    if known.algo in ZOO_ALGOS and not _has_option(argv, "-conf", "--conf-file") and _ours_covers(known.algo, known.env):
         argv += ["--conf-file", str(HYPERPARAMS_DIR / ZOO_ALGOS[known.algo][1])]
     if _has_option(argv, "-optimize", "--optimize-hyperparameters"):
         if not _has_option(argv, "--storage"):
