@@ -240,3 +240,21 @@ def test_experiments_help_lists_the_commands(capsys):
     with pytest.raises(SystemExit) as exit_info:
         experiments_main(["bogus"])
     assert exit_info.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
+
+
+def test_smoke_preset_lists_and_runs_without_optuna_and_rl_zoo(tmp_path):
+    # a plain install (no [zoo] extra): the runner must not need RL Zoo, Optuna or SQLAlchemy
+    script = (
+        "import sys\n"
+        "for name in ('optuna', 'rl_zoo3', 'sqlalchemy'):\n"
+        "    sys.modules[name] = None\n"
+        "from sb3_maxdiff.experiments.__main__ import main\n"
+        "common = ['point-mass-beta', '--budget', 'smoke', '--settings', 'beta=1', '--methods', 'nnmppi', '--seeds', '1',"
+        f" '--out', {str(tmp_path)!r}]\n"
+        "assert main(['run', *common, '--list']) == 0\n"
+        "assert main(['run', *common]) == 0\n"
+        f"assert main(['report', {str(tmp_path)!r}]) == 0\n"
+        "assert 'sb3_maxdiff.zoo' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
+    assert (tmp_path / "point-mass-beta" / "smoke" / "beta=1" / "nnmppi" / "seed_0" / "result.json").exists()

@@ -1,12 +1,11 @@
-"""Algorithm names used by the command-line tools."""
+"""Algorithm names used by the experiment tools: the paper's three methods, from the hyperparameter registry."""
 
-from stable_baselines3 import SAC
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from sb3_maxdiff.maxdiff import MaxDiffMPPI
-from sb3_maxdiff.nnmppi import NNMPPI
+from sb3_maxdiff.experiments.presets import METHODS
+from sb3_maxdiff.hyperparams import ALGORITHMS
 
-ALGOS: dict[str, type[BaseAlgorithm]] = {"maxdiff": MaxDiffMPPI, "nnmppi": NNMPPI, "sac": SAC}
+ALGOS: dict[str, type[BaseAlgorithm]] = {method: ALGORITHMS[method][0] for method in METHODS}
 
 
 def get_algo(name: str) -> type[BaseAlgorithm]:

@@ -8,12 +8,10 @@ section 5); a preset only states what differs from them (an alpha of a sweep, si
 
 import ast
 import dataclasses
-from functools import cache
 from typing import Any
 
-import yaml
-
 from sb3_maxdiff.envs import ANT, HALF_CHEETAH, POINT_MASS_BETAS, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
+from sb3_maxdiff.hyperparams import load_hyperparams
 
 METHODS = ("maxdiff", "nnmppi", "sac")
 METHOD_LABELS = {"maxdiff": "MaxDiff", "nnmppi": "NN-MPPI", "sac": "SAC"}
@@ -220,17 +218,9 @@ def _literal_policy_kwargs(text: str) -> dict[str, Any]:
         raise error from None
 
 
-@cache
-def _zoo_file(method: str) -> dict[str, Any]:
-    from sb3_maxdiff.zoo import HYPERPARAMS_DIR, ZOO_ALGOS
-
-    with open(HYPERPARAMS_DIR / ZOO_ALGOS[method][1]) as file:
-        return yaml.safe_load(file)
-
-
 def published_kwargs(method: str, env_id: str) -> dict[str, Any]:
     """The algorithm keyword arguments of ``hyperparams/<method>.yml`` for ``env_id``."""
-    entry = dict(_zoo_file(method)[env_id])
+    entry = dict(load_hyperparams(method)[env_id])
     for key in ("n_timesteps", "policy"):
         entry.pop(key, None)
     if isinstance(entry.get("policy_kwargs"), str):

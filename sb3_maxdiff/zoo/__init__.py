@@ -8,7 +8,6 @@ import argparse
 import os
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 try:
@@ -19,20 +18,8 @@ except ImportError as error:  # a base install: say which extra brings the RL Zo
     raise ImportError(
         f"{error}. The RL Zoo commands (train, enjoy, record_video, hub) need the zoo extra: pip install 'sb3-maxdiff[zoo]'"
     ) from error
-from stable_baselines3 import SAC
-
-from sb3_maxdiff.maxdiff import MaxDiffMPPI
-from sb3_maxdiff.nnmppi import NNMPPI
-
-# shipped inside the package (the repository's top-level hyperparams/ links here), so wheels have it too
-HYPERPARAMS_DIR = Path(__file__).resolve().parents[1] / "hyperparams"
-# algorithm name -> (class, YAML file in hyperparams/)
-ZOO_ALGOS: dict[str, tuple[type, str]] = {
-    "maxdiff": (MaxDiffMPPI, "maxdiff.yml"),
-    "nnmppi": (NNMPPI, "nnmppi.yml"),
-    "sac": (SAC, "sac.yml"),
-    "sac_maxdiff": (SAC, "sac_maxdiff.yml"),  # SAC + PathEntropyReward (env_wrapper in the YAML)
-}
+from sb3_maxdiff.hyperparams import ALGORITHMS as ZOO_ALGOS
+from sb3_maxdiff.hyperparams import HYPERPARAMS_DIR, load_hyperparams
 
 
 def sample_mppi_params(trial: optuna.Trial, n_actions: int, n_envs: int, additional_args: dict) -> dict[str, Any]:
@@ -122,12 +109,7 @@ def _ours_covers(algo: str, env_id: str) -> bool:
     every id (rl_zoo3 has no file for them, so ours is used and names what is missing); for SAC our
     file only adds the paper's ids to RL Zoo's own settings, which stay in use for every other env.
     """
-    import yaml
-
-    if algo not in ("sac",):
-        return True
-    with open(HYPERPARAMS_DIR / ZOO_ALGOS[algo][1]) as file:
-        return env_id in yaml.safe_load(file)
+    return algo != "sac" or env_id in load_hyperparams(algo)
 
 
 def with_defaults(argv: list[str]) -> list[str]:
