@@ -7,15 +7,15 @@ RL Zoo evaluation and rendering of a trained agent (rl_zoo3 ``enjoy`` arguments)
 import sys
 
 import sb3_maxdiff  # noqa: F401  (registers the environments)
-from sb3_maxdiff.zoo import register_with_zoo
+from sb3_maxdiff.zoo import command_line, register_with_zoo
 
 
 def main(argv: list[str] | None = None) -> None:
     register_with_zoo()
     from rl_zoo3.enjoy import enjoy
 
-    sys.argv = [sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
-    enjoy()
+    with command_line(sys.argv[1:] if argv is None else argv):
+        enjoy()
 
 
 if __name__ == "__main__":

@@ -8,13 +8,13 @@ import runpy
 import sys
 
 import sb3_maxdiff  # noqa: F401  (registers the environments)
-from sb3_maxdiff.zoo import register_with_zoo
+from sb3_maxdiff.zoo import command_line, register_with_zoo
 
 
 def main(argv: list[str] | None = None) -> None:
     register_with_zoo()
-    sys.argv = [sys.argv[0], *(sys.argv[1:] if argv is None else argv)]
-    runpy.run_module("rl_zoo3.record_video", run_name="__main__")  # a script in rl_zoo3
+    with command_line(sys.argv[1:] if argv is None else argv):
+        runpy.run_module("rl_zoo3.record_video", run_name="__main__")  # a script in rl_zoo3
 
 
 if __name__ == "__main__":

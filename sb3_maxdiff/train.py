@@ -10,16 +10,17 @@ our ``hyperparams/<algo>.yml`` is the default config (``-conf`` overrides it).
 import sys
 
 import sb3_maxdiff  # noqa: F401  (registers the environments)
-from sb3_maxdiff.zoo import prepare_study, register_with_zoo, with_defaults
+from sb3_maxdiff.zoo import command_line, prepare_study, register_with_zoo, with_defaults
 
 
 def main(argv: list[str] | None = None) -> None:
     register_with_zoo()
     from rl_zoo3.train import train
 
-    sys.argv = [sys.argv[0], *with_defaults(sys.argv[1:] if argv is None else argv)]
-    prepare_study(sys.argv[1:])
-    train()
+    args = with_defaults(sys.argv[1:] if argv is None else argv)
+    prepare_study(args)
+    with command_line(args):
+        train()
 
 
 if __name__ == "__main__":

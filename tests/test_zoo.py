@@ -125,3 +125,15 @@ def test_optimize_shares_one_sqlite_study_between_two_processes(tmp_path):
         study_name="nnmppi-sb3_maxdiff_PointMass-beta1-v0", storage=f"sqlite:///{tmp_path / 'logs' / 'optuna.db'}"
     )
     assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 2
+
+
+@pytest.mark.parametrize("module", ["train", "enjoy", "record_video"])
+def test_entry_points_restore_sys_argv(module, capsys):
+    import importlib
+
+    main = importlib.import_module(f"sb3_maxdiff.{module}").main
+    before = list(sys.argv)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--algo", "maxdiff", "--help"])
+    assert exit_info.value.code == 0 and "--algo" in capsys.readouterr().out
+    assert sys.argv == before

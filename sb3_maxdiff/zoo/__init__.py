@@ -5,9 +5,12 @@ default shared Optuna storage, so that ``python -m sb3_maxdiff.train`` is rl_zoo
 """
 
 import argparse
+import contextlib
 import os
 import re
+import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 try:
@@ -38,6 +41,17 @@ def sample_maxdiff_params(trial: optuna.Trial, n_actions: int, n_envs: int, addi
         **sample_mppi_params(trial, n_actions, n_envs, additional_args),
         "alpha": trial.suggest_float("alpha", 0.1, 1000.0, log=True),
     }
+
+
+@contextlib.contextmanager
+def command_line(args: list[str]) -> Iterator[None]:
+    """Run an rl_zoo3 entry point (they read ``sys.argv``) with these arguments; ``sys.argv`` is restored after."""
+    saved = sys.argv
+    sys.argv = [saved[0] if saved else "sb3_maxdiff", *args]
+    try:
+        yield
+    finally:
+        sys.argv = saved
 
 
 def _identity(params: dict[str, Any]) -> dict[str, Any]:
