@@ -1,5 +1,5 @@
 """
-Planner and training throughput at the paper's configurations (SPEC section 5), against the
+Planner and training throughput at the paper's configurations, against the
 straightforward baseline of ``benchmarks/baseline.py`` timed in the same process::
 
     python benchmarks/run.py                       # all four configurations, 2 threads, CPU
@@ -38,7 +38,7 @@ from sb3_maxdiff.common.mppi import MPPIPlanner, _pad_columns
 
 @dataclass
 class Config:
-    """One column of SPEC section 5 (MaxDiff, the heavier of the two planners)."""
+    """One column of the paper's hyperparameter table (MaxDiff, the heavier of the two planners)."""
 
     env_id: str
     net_arch: list[int]

@@ -18,7 +18,7 @@ parser.add_argument("--steps", type=int, default=5000)
 parser.add_argument("--csv", default="single_shot_swimmer.csv")
 args = parser.parse_args()
 
-# the paper's single-shot swimmer settings (SPEC section 5), with K 500 instead of 1000 to stay short
+# the paper's single-shot swimmer settings, with K 500 instead of 1000 to stay short
 model = MaxDiffMPPI(
     make_single_shot_env(SWIMMER_HEAVY),
     horizon=40,

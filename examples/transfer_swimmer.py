@@ -22,7 +22,7 @@ parser.add_argument("--steps", type=int, default=3000)
 parser.add_argument("--episodes", type=int, default=2)
 args = parser.parse_args()
 
-# the paper's swimmer settings (SPEC section 5)
+# the paper's swimmer settings
 model = MaxDiffMPPI(
     SWIMMER_HEAVY,
     horizon=40,

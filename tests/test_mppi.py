@@ -116,7 +116,7 @@ def test_diverging_model_gives_finite_actions():
 
 
 def stepped_rollout(model: DynamicsRewardModel, obs: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-    """Reference: call the model one step at a time, as the equations of SPEC section 2 read."""
+    """Reference: call the model one step at a time, as the MPPI equations read."""
     state, total, visited = obs, th.zeros(obs.shape[0], dtype=obs.dtype), []
     for step in range(actions.shape[1]):
         visited.append(state)

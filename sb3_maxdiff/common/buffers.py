@@ -1,4 +1,4 @@
-"""Replay buffer that also stores the action executed at the next state (SPEC section 1)."""
+"""Replay buffer that also stores the action executed at the next state, for the TD-like reward loss."""
 
 from typing import Any, NamedTuple
 

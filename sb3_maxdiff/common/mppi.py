@@ -1,5 +1,5 @@
 """
-Model predictive path integral (MPPI) planning with a learned model (SPEC section 2),
+Model predictive path integral (MPPI) planning with a learned model,
 batched over samples and parallel environments, each environment with its own warm start.
 """
 

@@ -1,4 +1,4 @@
-"""The paper's MuJoCo environments on Gymnasium's v5 models (SPEC section 4)."""
+"""The paper's MuJoCo environments on Gymnasium's v5 models."""
 
 import os
 import tempfile

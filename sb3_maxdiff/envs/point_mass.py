@@ -1,4 +1,4 @@
-"""2D point mass (double integrator) with the controllability parameter beta (SPEC section 4)."""
+"""2D point mass (double integrator) with the controllability parameter beta."""
 
 from typing import Any
 

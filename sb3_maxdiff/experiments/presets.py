@@ -2,8 +2,8 @@
 The paper's experiments as presets: a grid of (setting, method) cells, each a training environment and
 the algorithm's keyword arguments, at three budgets (``paper``, ``reduced``, ``smoke``).
 
-The hyperparameters come from the RL Zoo files in ``hyperparams/`` (the published settings, SPEC
-section 5); a preset only states what differs from them (an alpha of a sweep, single-shot samples).
+The hyperparameters come from the RL Zoo files in ``hyperparams/`` (the published
+settings); a preset only states what differs from them (an alpha of a sweep, single-shot samples).
 """
 
 import ast

@@ -358,7 +358,7 @@ def write_report(root: str, preset_name: str, budget: str, runs: list[Run], runn
         "",
         f"{len(runs)} finished runs; seeds {seeds}; {sorted({run.spec.steps for run in runs})} environment steps per run; "
         f"{sorted({run.spec.eval_episodes for run in multi})} evaluation episodes per seed (multi-shot). "
-        "Published numbers are at the paper budget (SPEC sections 5-6), not necessarily at our step counts.",
+        "Published numbers are at the paper budget, not necessarily at our step counts.",
         "",
     ]
     figures = []

@@ -1,5 +1,5 @@
 """
-Statistics of the paper's protocol (SPEC section 6): Welch's unpaired two-sided t-test between two
+Statistics of the paper's protocol: Welch's unpaired two-sided t-test between two
 methods, on pooled evaluation episodes and on per-seed means, and mean +/- std summaries.
 """
 

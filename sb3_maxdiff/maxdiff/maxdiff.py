@@ -18,7 +18,7 @@ SelfMaxDiffMPPI = TypeVar("SelfMaxDiffMPPI", bound="MaxDiffMPPI")
 
 class MaxDiffMPPI(NNMPPI):
     """
-    MaxDiff RL (model-based, SPEC section 3). Same as :class:`NNMPPI` except that each sampled
+    MaxDiff RL, model-based. Same as :class:`NNMPPI` except that each sampled
     path ``k`` is scored ``R_k + alpha * S_k`` with ``S_k = 0.5 * log det(W cov(X_k) W)`` over the
     predicted states ``X_k`` restricted to ``explr_dims``, and that, as in the published runs, the
     control term is off by default.

@@ -79,7 +79,7 @@ def _check_positive(name: str, value: float, integer: bool = False) -> None:
 
 class NNMPPI(OffPolicyAlgorithm):
     """
-    Neural-network MPPI (NN-MPPI) as in the MaxDiff RL paper (SPEC sections 1-2).
+    Neural-network MPPI (NN-MPPI), the model-based baseline of the MaxDiff RL paper.
 
     Every environment step the planner samples ``n_samples`` smoothed action sequences of length
     ``horizon`` around a warm-started nominal sequence, rolls them out through the learned model,

@@ -1,5 +1,5 @@
 """
-Model-free MaxDiff (SPEC section 3): the path-entropy bonus as a reward wrapper for SB3's SAC.
+Model-free MaxDiff: the path-entropy bonus as a reward wrapper for SB3's SAC.
 
 The bonus ``alpha * S`` is computed with the planner's own entropy function
 (:func:`sb3_maxdiff.common.entropy.path_entropy`) on a trailing window of the agent's most recent
