@@ -6,7 +6,6 @@ RL Zoo evaluation and rendering of a trained agent (rl_zoo3 ``enjoy`` arguments)
 
 import sys
 
-import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff.zoo import command_line, register_with_zoo
 
 

@@ -28,7 +28,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff.zoo import command_line, register_with_zoo
 
 COMMANDS = {"push": "rl_zoo3.push_to_hub", "load": "rl_zoo3.load_from_hub", "package": "rl_zoo3.push_to_hub"}

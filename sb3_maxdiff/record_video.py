@@ -7,7 +7,6 @@ RL Zoo video recording of a trained agent (rl_zoo3 ``record_video`` arguments)::
 import runpy
 import sys
 
-import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff.zoo import command_line, register_with_zoo
 
 

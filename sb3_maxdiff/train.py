@@ -9,7 +9,6 @@ our ``hyperparams/<algo>.yml`` is the default config (``-conf`` overrides it).
 
 import sys
 
-import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff.zoo import command_line, prepare_study, register_with_zoo, with_defaults
 
 

@@ -33,3 +33,7 @@ class TargetActionModel(nn.Module):
 
     def forward(self, state: th.Tensor, action: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         return state, -((action - self.target) ** 2).sum(dim=-1)
+
+
+# the smallest planner and networks that still exercise every code path: for tests that train a few steps
+TINY = dict(horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))

@@ -3,11 +3,10 @@
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import TINY
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
 from sb3_maxdiff.envs import PaperSwimmerEnv, PointMassEnv, point_mass_id
-
-TINY = dict(horizon=5, n_samples=16, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
 
 
 class RecordActions(gym.Wrapper):
@@ -25,7 +24,7 @@ class RecordActions(gym.Wrapper):
 def train_recording(semantics: str, env_id: str, steps: int = 60, **kwargs) -> tuple[MaxDiffMPPI, RecordActions]:
     env = RecordActions(gym.make(env_id))
     # a wide sampling noise drives planned actions far outside [-1, 1]
-    options = dict(TINY, learning_starts=20, noise_std=3.0, warmup_actions="planner")
+    options = dict(TINY, noise_std=3.0, warmup_actions="planner")
     model = MaxDiffMPPI(env, action_semantics=semantics, seed=0, **{**options, **kwargs})
     model.learn(steps)
     return model, env
@@ -99,7 +98,7 @@ def test_paper_mujoco_envs_clip_before_the_step():
 
 @pytest.mark.parametrize("warmup", ["random", "planner"])
 def test_warmup_actions(warmup):
-    model = NNMPPI(point_mass_id("1"), warmup_actions=warmup, learning_starts=40, seed=0, **TINY)
+    model = NNMPPI(point_mass_id("1"), **{**TINY, "learning_starts": 40}, warmup_actions=warmup, seed=0)
     calls = []
     plan = model.policy.plan
 

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
+from helpers import TINY
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
 
 POINT_MASS = "sb3_maxdiff/PointMass-beta0_1-v0"
-TINY = dict(horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
 
 
 @pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])

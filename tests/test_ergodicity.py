@@ -3,6 +3,7 @@
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import TINY
 from stable_baselines3.common.logger import configure
 
 from sb3_maxdiff import NNMPPI, ErgodicityLogger
@@ -53,7 +54,7 @@ def test_coverage_counts_grid_cells():
 
 def test_callback_logs_and_keeps_each_episode(tmp_path):
     env = gym.make(point_mass_id("1"), max_episode_steps=30)
-    model = NNMPPI(env, horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
+    model = NNMPPI(env, **TINY)
     model.set_logger(configure(str(tmp_path), ["csv"]))
     callback = ErgodicityLogger(dims=[0, 1], low=[-5, -5], high=[5, 5], bins=10)
     model.learn(90, callback=callback, log_interval=1)

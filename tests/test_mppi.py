@@ -177,3 +177,19 @@ def test_bfloat16_planner_acts_like_float32():
         differences.append((actions["bfloat16"] - actions["float32"]).abs().max().item())
     # rounding moves the MPPI weights a little; the planned actions (noise std 0.3) stay close
     assert max(differences) < 0.05 and sum(differences) / len(differences) < 0.02, differences
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(horizon=0), "horizon must be an integer >= 1, got 0"),
+        (dict(n_samples=2.5), "n_samples must be an integer >= 1, got 2.5"),
+        (dict(temperature=0.0), "temperature must be a number > 0, got 0.0"),
+        (dict(noise_std="0.3"), "noise_std must be a number > 0, got '0.3'"),
+        (dict(dtype="float16"), "planner_dtype must be one of"),
+    ],
+)
+def test_a_planner_built_directly_checks_its_settings(kwargs, message):
+    settings = dict(action_dim=2, horizon=4, n_samples=8, temperature=0.5, noise_std=0.3)
+    with pytest.raises(ValueError, match=message):
+        MPPIPlanner(**{**settings, **kwargs})

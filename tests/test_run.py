@@ -2,6 +2,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from helpers import TINY
 from stable_baselines3.common.callbacks import CheckpointCallback, EvalCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
@@ -10,7 +11,6 @@ from stable_baselines3.common.logger import configure
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
 
 POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
-TINY = dict(horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
 
 
 @pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])

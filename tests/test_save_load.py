@@ -2,11 +2,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from helpers import TINY
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
 
 POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
-TINY = dict(horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
 DEVICES = ["cpu"] + (["cuda"] if th.cuda.is_available() else [])
 
 

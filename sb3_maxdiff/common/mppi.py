@@ -5,6 +5,7 @@ batched over samples and parallel environments, each environment with its own wa
 
 from typing import NamedTuple
 
+import numpy as np
 import torch as th
 
 from sb3_maxdiff.common.entropy import PathEntropy
@@ -69,6 +70,23 @@ def planner_compute_dtype(name: str) -> th.dtype:
     if name not in PLANNER_DTYPES:
         raise ValueError(f"planner_dtype must be one of {sorted(PLANNER_DTYPES)}, got {name!r}")
     return PLANNER_DTYPES[name]
+
+
+def check_positive(name: str, value: float, integer: bool = False) -> None:
+    """Raise a ValueError naming ``name`` unless ``value`` is > 0 (an integer >= 1 with ``integer``)."""
+    if integer and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if not integer and not (isinstance(value, (int, float, np.number)) and not isinstance(value, bool) and value > 0):
+        raise ValueError(f"{name} must be a number > 0, got {value!r}")
+
+
+def check_planner_settings(horizon: int, n_samples: int, temperature: float, noise_std: float, dtype: str) -> None:
+    """Check the planner's settings, with errors that name the parameter and what it accepts."""
+    check_positive("horizon", horizon, integer=True)
+    check_positive("n_samples", n_samples, integer=True)
+    check_positive("temperature", temperature)
+    check_positive("noise_std", noise_std)
+    planner_compute_dtype(dtype)
 
 
 def _linear_params(layers: th.nn.ModuleList, dtype: th.dtype) -> list[tuple[th.Tensor, th.Tensor]]:
@@ -183,6 +201,8 @@ class MPPIPlanner:
         state_bound: float = 1e6,
         dtype: str = "float32",
     ):
+        check_planner_settings(horizon, n_samples, temperature, noise_std, dtype)
+        check_positive("action_dim", action_dim, integer=True)
         self.compute_dtype = planner_compute_dtype(dtype)
         self.action_dim = action_dim
         self.horizon = horizon
@@ -227,6 +247,7 @@ class MPPIPlanner:
         :param alpha: weight of the path entropy (ignored without ``path_entropy``)
         """
         n_envs, horizon, n_samples = obs.shape[0], self.horizon, self.n_samples
+        # 1. warm start: the previous nominal shifted one step (zero where an episode starts)
         nominal = warm_start(nominal, reset)
         # 2. smoothed noise, drawn up front for all envs, samples and steps
         noise = th.randn((n_envs, n_samples, horizon, self.action_dim), device=obs.device, dtype=obs.dtype)

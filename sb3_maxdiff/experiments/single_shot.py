@@ -18,7 +18,6 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.type_aliases import MaybeCallback
 
-import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff.common.callbacks import WindowReturnLogger
 from sb3_maxdiff.envs import ANT
 from sb3_maxdiff.experiments.algos import ALGOS, get_algo

@@ -14,7 +14,6 @@ import numpy as np
 import torch
 from stable_baselines3.common.evaluation import evaluate_policy
 
-import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff.experiments.algos import ALGOS, get_algo
 
 

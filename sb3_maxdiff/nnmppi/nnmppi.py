@@ -25,7 +25,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.entropy import PathEntropy
-from sb3_maxdiff.common.mppi import STAT_NAMES, MPPIPlanner, planner_compute_dtype
+from sb3_maxdiff.common.mppi import STAT_NAMES, MPPIPlanner, check_planner_settings, check_positive
 from sb3_maxdiff.nnmppi.policies import MlpPolicy, MPPIPolicy
 
 SelfNNMPPI = TypeVar("SelfNNMPPI", bound="NNMPPI")
@@ -68,13 +68,6 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
     """Raise a ValueError naming the parameter and its accepted values."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
-
-
-def _check_positive(name: str, value: float, integer: bool = False) -> None:
-    if integer and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if not integer and not value > 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
 
 
 class NNMPPI(OffPolicyAlgorithm):
@@ -160,17 +153,14 @@ class NNMPPI(OffPolicyAlgorithm):
             env = maybe_make_env(env, verbose)
         if env is not None:  # before SB3's own checks, for a clear error
             check_spaces(env.observation_space, env.action_space)
-        _check_positive("horizon", horizon, integer=True)
-        _check_positive("n_samples", n_samples, integer=True)
-        _check_positive("batch_size", batch_size, integer=True)
+        # the planner's own checks, before SB3's setup, so that the error comes first and names the parameter
+        check_planner_settings(horizon, n_samples, temperature, noise_std, planner_dtype)
+        check_positive("batch_size", batch_size, integer=True)
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, (int, np.integer)) or buffer_size < 2:
             # the newest transition waits for its next action, so one row alone is never sampled
             raise ValueError(f"buffer_size must be an integer >= 2, got {buffer_size!r}")
-        _check_positive("temperature", temperature)
-        _check_positive("noise_std", noise_std)
         check_choice("action_semantics", action_semantics, ACTION_SEMANTICS)
         check_choice("warmup_actions", warmup_actions, WARMUP_ACTIONS)
-        planner_compute_dtype(planner_dtype)  # raises on an unknown dtype, before SB3's setup
         super().__init__(
             policy,
             env,  # type: ignore[arg-type]
