@@ -45,7 +45,7 @@ def test_planner_finds_known_optimal_action(control_cost):
         nominal = result.nominal
     # the warm start shifts the sequence each call, so the first action is the best estimate
     np.testing.assert_allclose(result.actions[0].numpy(), target.numpy(), atol=0.1)
-    assert 1.0 <= result.stats[0, 0] <= 400  # effective sample size
+    assert 1.0 <= result.stat("ess")[0] <= 400  # effective sample size
 
 
 def test_planner_batches_environments_independently():
@@ -112,7 +112,7 @@ def test_diverging_model_gives_finite_actions():
     planner = MPPIPlanner(action_dim=2, horizon=5, n_samples=10, temperature=0.5, noise_std=0.3)
     result = planner.plan(Diverging(), th.ones(2, 3), planner.initial_nominal(2, "cpu"))
     assert th.isfinite(result.actions).all() and th.isfinite(result.nominal).all()
-    assert (result.stats[:, -1] > 0).all()  # reported as non-finite
+    assert (result.stat("nonfinite") > 0).all()  # reported as non-finite
 
 
 def stepped_rollout(model: DynamicsRewardModel, obs: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor]:

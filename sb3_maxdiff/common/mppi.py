@@ -28,6 +28,12 @@ class PlanResult(NamedTuple):
     nominal: th.Tensor
     stats: th.Tensor
 
+    def stat(self, name: str) -> th.Tensor:
+        """One statistic by name (one of ``STAT_NAMES``), shape (E,); the stats stay one tensor, one copy to the host."""
+        if name not in STAT_NAMES:
+            raise ValueError(f"name must be one of {list(STAT_NAMES)}, got {name!r}")
+        return self.stats[:, STAT_NAMES.index(name)]
+
 
 def smoothing_matrix(horizon: int, device: th.device | str = "cpu", dtype: th.dtype = th.float32) -> th.Tensor:
     """

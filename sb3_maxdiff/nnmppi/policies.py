@@ -99,14 +99,14 @@ class MPPIPolicy(BasePolicy):
         if nominal is None:
             nominal = self.planner.initial_nominal(obs.shape[0], obs.device)
         result = self.planner.plan(self.model, obs, nominal, episode_start, self.alpha)
-        stats = result.stats.cpu()
-        if not self._warned_nonfinite and bool(stats[:, -1].any()):
+        result = result._replace(stats=result.stats.cpu())
+        if not self._warned_nonfinite and bool(result.stat("nonfinite").any()):
             self._warned_nonfinite = True
             warnings.warn(
                 "The learned model predicted non-finite values: the affected samples got no weight and non-finite "
                 "planned actions were replaced by 0. Training continues; this warning is shown once."
             )
-        return result._replace(stats=stats)
+        return result
 
     def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
         return self.plan(observation).actions
