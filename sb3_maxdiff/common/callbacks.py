@@ -130,6 +130,7 @@ class ErgodicityLogger(BaseCallback):
         if bins < 1 or min_length < 8:
             raise ValueError(f"need bins >= 1 and min_length >= 8, got bins={bins}, min_length={min_length}")
         self.bins, self.min_length = int(bins), int(min_length)
+        self._n_cells = float(self.bins ** len(self.dims))
         self.episodes: list[dict[str, float]] = []
         self.visited: set[tuple[int, ...]] = set()
         self._paths: list[list[np.ndarray]] = []
@@ -161,8 +162,8 @@ class ErgodicityLogger(BaseCallback):
             "timesteps": float(self.num_timesteps),
             "msd_exponent": ergodicity.msd_exponent(path),
             "autocorr_time": ergodicity.autocorrelation_time(path),
-            "episode_coverage": len(cells) / float(self.bins ** len(self.dims)),
-            "coverage": len(self.visited) / float(self.bins ** len(self.dims)),
+            "episode_coverage": len(cells) / self._n_cells,
+            "coverage": len(self.visited) / self._n_cells,
         }
         self.episodes.append(scores)
         if self.csv_path is not None:

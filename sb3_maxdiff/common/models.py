@@ -102,11 +102,11 @@ class DynamicsRewardModel(nn.Module):
 
         :param bootstrap_masks: 1 where ``a'`` is the real next action of the same episode, else 0
         """
-        rows = [obs, actions, next_obs, next_actions, rewards.reshape(-1, 1), bootstrap_masks.reshape(-1, 1)]
-        valid = th.stack([th.isfinite(tensor).all(dim=-1) for tensor in rows]).all(dim=0)
-        obs, actions, next_obs, next_actions, rewards, bootstrap_masks = (
-            th.where(valid[:, None], tensor, th.zeros_like(tensor)) for tensor in rows
-        )
+        parts = [obs, actions, next_obs, next_actions, rewards.reshape(-1, 1), bootstrap_masks.reshape(-1, 1)]
+        batch = th.cat(parts, dim=-1)  # one finiteness test and one select for the whole batch
+        valid = th.isfinite(batch).all(dim=-1)
+        batch = th.where(valid[:, None], batch, th.zeros((), dtype=batch.dtype, device=batch.device))
+        obs, actions, next_obs, next_actions, rewards, bootstrap_masks = batch.split([p.shape[-1] for p in parts], dim=-1)
         row_weights = valid.to(obs.dtype) / valid.sum()  # NaN weights (0 / 0) when no row is finite
         mean_next, predicted_reward = self(obs, actions)
         log_std = self.log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)

@@ -50,7 +50,7 @@ def alpha_value(alpha: AlphaSchedule, num_timesteps: int, progress_remaining: fl
     Current value of ``alpha``: a float, a :class:`StepSchedule` (indexed by environment steps),
     or an SB3-style schedule (a callable of the remaining progress, 1 -> 0).
     """
-    if isinstance(alpha, (str, bytes)) or not (isinstance(alpha, (numbers.Real, StepSchedule)) or callable(alpha)):
+    if not (isinstance(alpha, numbers.Real) or callable(alpha)):  # a StepSchedule is callable
         raise ValueError(
             "alpha must be a float >= 0, a StepSchedule, {'values': [...], 'boundaries': [...]} or a schedule of the "
             f"remaining progress, got {alpha!r}"

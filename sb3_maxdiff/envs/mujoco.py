@@ -41,12 +41,20 @@ def light_tail_swimmer_xml(cache_dir: str | None = None) -> str:
     return path
 
 
-def clip_to_space(action: np.ndarray, space: gymnasium.spaces.Box) -> np.ndarray:
-    """The action clipped to the bounds of ``space``, as the authors' action wrapper did before every step."""
-    return np.clip(np.asarray(action, dtype=np.float64), space.low, space.high)
+class ClippedActions:
+    """
+    Mixin for a MuJoCo env: clips every action to the action space's bounds before the step (control
+    cost included), as the authors' action wrapper did, so an agent may send raw planner actions.
+    """
+
+    action_space: gymnasium.spaces.Box
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        clipped = np.clip(np.asarray(action, dtype=np.float64), self.action_space.low, self.action_space.high)
+        return super().step(clipped)  # type: ignore[misc]
 
 
-class PaperSwimmerEnv(SwimmerEnv):
+class PaperSwimmerEnv(ClippedActions, SwimmerEnv):
     """
     Swimmer-v5 with x, y kept in the observation (obs 10: qpos then qvel), heavy (stock) or
     light tail. Actions are clipped to the bounds before the step (control cost included), so an
@@ -63,11 +71,8 @@ class PaperSwimmerEnv(SwimmerEnv):
         self.light_tail = light_tail
         super().__init__(**kwargs)
 
-    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        return super().step(clip_to_space(action, self.action_space))
 
-
-class PaperHalfCheetahEnv(HalfCheetahEnv):
+class PaperHalfCheetahEnv(ClippedActions, HalfCheetahEnv):
     """
     HalfCheetah-v5 with x kept in the observation (obs 18); actions are clipped to the bounds before
     the step (control cost included), as the authors' action wrapper did.
@@ -79,11 +84,8 @@ class PaperHalfCheetahEnv(HalfCheetahEnv):
         kwargs.setdefault("exclude_current_positions_from_observation", False)
         super().__init__(**kwargs)
 
-    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        return super().step(clip_to_space(action, self.action_space))
 
-
-class PaperAntEnv(AntEnv):
+class PaperAntEnv(ClippedActions, AntEnv):
     """
     Ant-v5 as in the paper: x, y kept, no contact forces in the observation (obs 29), reward =
     forward velocity (control, contact and healthy weights 0), no stock termination. Instead the
@@ -125,7 +127,7 @@ class PaperAntEnv(AntEnv):
         return super().reset_model()
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        observation, reward, terminated, truncated, info = super().step(clip_to_space(action, self.action_space))
+        observation, reward, terminated, truncated, info = super().step(action)
         self._upside_down_for = self._upside_down_for + self.dt if self.torso_tilt > self.max_tilt else 0.0
         info.update(torso_tilt=self.torso_tilt, upside_down_for=self._upside_down_for)
         upside_down = self._upside_down_for > self.upside_down_time + 1e-9

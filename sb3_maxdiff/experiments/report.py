@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sb3_maxdiff.experiments.execution import RESULT_FILE, RunSpec
+from sb3_maxdiff.experiments.execution import POINT_MASS_ERGODICITY, RESULT_FILE, RunSpec
 from sb3_maxdiff.experiments.presets import METHOD_LABELS, PRESETS, Preset
 from sb3_maxdiff.experiments.stats import compare, format_pvalue, summarize, welch_ttest
 
@@ -243,10 +243,12 @@ def ergodicity_table(preset: Preset | None, runs: list[Run]) -> list[str]:
         rows.append(f"| {setting} | {METHOD_LABELS.get(method, method)} | {len(summaries)} | " + " | ".join(columns) + " |")
     if not rows:
         return []
+    grid = POINT_MASS_ERGODICITY
     return [
         "## Ergodicity of the training paths",
         "",
-        "Per seed: the fraction of the 20 x 20 cells of the +/-5 box that the (x, y) training paths visited, and "
+        f"Per seed: the fraction of the {grid['bins']} x {grid['bins']} cells of the box {grid['low']} to {grid['high']} "
+        "that the (x, y) training paths visited, and "
         "the medians over its training episodes of the MSD exponent (1: diffusive, 2: ballistic) and of the "
         "integrated autocorrelation time (steps); mean +/- std over seeds.",
         "",

@@ -25,13 +25,6 @@ ALGORITHMS: dict[str, tuple[type[BaseAlgorithm], str]] = {
 }
 
 
-def get_algo(name: str) -> type[BaseAlgorithm]:
-    """The algorithm class registered under ``name``."""
-    if name not in ALGORITHMS:
-        raise ValueError(f"algo must be one of {sorted(ALGORITHMS)}, got {name!r}")
-    return ALGORITHMS[name][0]
-
-
 @cache
 def load_hyperparams(name: str) -> dict[str, Any]:
     """The parsed YAML file of algorithm ``name``: env id -> settings (anchor blocks included)."""
