@@ -258,3 +258,81 @@ def test_smoke_preset_lists_and_runs_without_optuna_and_rl_zoo(tmp_path):
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
     assert (tmp_path / "point-mass-beta" / "smoke" / "beta=1" / "nnmppi" / "seed_0" / "result.json").exists()
+
+
+def test_batched_seeds_write_the_files_of_separate_runs(tmp_path, capsys):
+    """--batch-seeds: one process per MPPI cell, the per-seed files of separate runs; SAC runs alone."""
+    out = str(tmp_path)
+    args = ["run", "point-mass-beta", "--budget", "smoke", "--settings", "beta=1", "--seeds", "3", "--out", out]
+    assert experiments_main([*args, "--methods", "maxdiff", "sac", "--batch-seeds", "--jobs", "1"]) == 0
+    specs = build_specs("point-mass-beta", "smoke", range(3), settings=["beta=1"], methods=["maxdiff", "sac"])
+    for spec in specs:
+        result = _result(out, spec)
+        assert len(result["eval_returns"][spec.env_id]) == 1
+        lengths = [int(row["l"]) for row in _monitor_rows(out, spec)]
+        assert lengths and max(lengths) <= 100 and sum(lengths) <= 300
+        run_dir = tmp_path / spec.relpath
+        assert (run_dir / "model.zip").exists()
+        if spec.method == "maxdiff":
+            assert result["batched_seeds"] == [0, 1, 2] and result["train_seconds"] > 0
+            assert result["ergodicity"]["episodes"] >= 1
+            from sb3_maxdiff import MaxDiffMPPI
+
+            agent = MaxDiffMPPI.load(run_dir / "model.zip")
+            assert not agent.independent_agents and agent.num_timesteps == 300
+        else:
+            assert "batched_seeds" not in result
+    maxdiff_runs = [spec for spec in specs if spec.method == "maxdiff"]
+    returns = [[row["r"] for row in _monitor_rows(out, spec)] for spec in maxdiff_runs]
+    assert returns[0] != returns[1]  # each seed its own environment and agent
+    assert not list((tmp_path / maxdiff_runs[0].relpath).parent.glob("batch_*"))  # the batch folder is gone
+    capsys.readouterr()
+    assert experiments_main([*args, "--methods", "maxdiff", "sac", "--batch-seeds"]) == 0
+    assert "6/6 runs finished (6 were already on disk)" in capsys.readouterr().out
+    assert experiments_main(["report", out]) == 0
+
+
+def test_interrupted_batch_continues_from_its_checkpoint(tmp_path, monkeypatch):
+    from sb3_maxdiff.experiments.batched import batch_dir, execute_batch
+
+    specs = build_specs("point-mass-beta", "smoke", [0, 1], settings=["beta=1"], methods=["nnmppi"])
+    specs = [
+        RunSpec(**{**spec.to_json(), "checkpoint_every": 100, "eval_env_ids": tuple(spec.eval_env_ids)}) for spec in specs
+    ]
+    out = str(tmp_path)
+
+    class Killed(Exception):
+        pass
+
+    calls = {"n": 0}
+
+    def step_then_die(self):
+        calls["n"] += 1
+        if calls["n"] == 2 * 250:  # two agents: two calls per step
+            raise Killed
+
+    monkeypatch.setattr(execution._Progress, "__call__", step_then_die)
+    with pytest.raises(Killed):
+        execute_batch(specs, out)
+    checkpoint = json.loads((tmp_path / batch_dir(out, specs) / "checkpoint.json").read_text())
+    assert checkpoint["agent_timesteps"] == 200 and checkpoint["timesteps"] == 400
+    assert checkpoint["episodes"] == [2, 2] and all(len(cells) > 0 for cells in checkpoint["visited_cells"])
+    assert [len(_monitor_rows(out, spec)) for spec in specs] == [2, 2]
+    monkeypatch.undo()
+
+    results = execute_batch(specs, out)
+    for spec, result in zip(specs, results):
+        assert result["resumed_from_steps"] == 200 and result["batched_seeds"] == [0, 1]
+        # the two episodes before the checkpoint kept once, then new ones (100 steps, or fewer out of bounds)
+        lengths = [int(row["l"]) for row in _monitor_rows(out, spec)]
+        assert lengths[:2] == [100, 100] and len(lengths) >= 3 and sum(lengths) <= 300
+        with open(tmp_path / spec.relpath / "ergodicity.csv") as file:
+            steps = [float(row["timesteps"]) for row in csv.DictReader(file)]
+        assert steps[:2] == [100.0, 200.0] and len(steps) <= len(lengths) and 200.0 < steps[2] <= 300.0
+    assert not os.path.exists(batch_dir(out, specs))
+
+
+def test_batch_seeds_and_ray_do_not_mix(capsys):
+    with pytest.raises(SystemExit):
+        experiments_main(["run", "point-mass-beta", "--budget", "smoke", "--batch-seeds", "--ray-address", "local"])
+    assert "--batch-seeds runs locally" in capsys.readouterr().err

@@ -76,25 +76,38 @@ class NextActionReplayBuffer(ReplayBuffer):
         """Number of rows that can be sampled (the newest row waits for its next action)."""
         return max(super().size() - 1, 0)
 
-    def sample(self, batch_size: int, env: VecNormalize | None = None) -> NextActionReplayBufferSamples:  # type: ignore[override]
+    def _ready_rows(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Uniform row indices of the given shape among the rows that can be sampled."""
         n_ready = self.size()
         if n_ready < 1:
             raise RuntimeError("The replay buffer needs at least two transitions before it can be sampled")
-        offsets = np.random.randint(0, n_ready, size=batch_size)
+        offsets = np.random.randint(0, n_ready, size=shape)
         # oldest row is `pos` when full, 0 otherwise; the newest row (pos - 1) is excluded
-        batch_inds = (offsets + self.pos) % self.buffer_size if self.full else offsets
-        return self._get_samples(batch_inds, env=env)
+        return (offsets + self.pos) % self.buffer_size if self.full else offsets
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> NextActionReplayBufferSamples:  # type: ignore[override]
+        """``batch_size`` transitions, each from a uniformly drawn row and environment; tensors of shape (B, ...)."""
+        return self._get_samples(self._ready_rows((batch_size,)), env=env)
+
+    def sample_per_env(self, batch_size: int, env: VecNormalize | None = None) -> NextActionReplayBufferSamples:
+        """
+        ``batch_size`` transitions from each environment's own column, for independent agents (agent i
+        learns only from environment i); tensors of shape (n_envs, B, ...).
+        """
+        rows = self._ready_rows((self.n_envs, batch_size))
+        return self._get_samples(rows, env=env, env_inds=np.arange(self.n_envs)[:, None])
 
     def _get_samples(  # type: ignore[override]
-        self, batch_inds: np.ndarray, env: VecNormalize | None = None
+        self, batch_inds: np.ndarray, env: VecNormalize | None = None, env_inds: np.ndarray | None = None
     ) -> NextActionReplayBufferSamples:
-        env_inds = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
+        if env_inds is None:
+            env_inds = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
         data = (
             self._normalize_obs(self.observations[batch_inds, env_inds, :], env),
             self.actions[batch_inds, env_inds, :],
             self._normalize_obs(self.next_observations[batch_inds, env_inds, :], env),
             self.next_actions[batch_inds, env_inds, :],
-            self._normalize_reward(self.rewards[batch_inds, env_inds].reshape(-1, 1), env),
-            self.bootstrap_masks[batch_inds, env_inds].reshape(-1, 1),
+            self._normalize_reward(self.rewards[batch_inds, env_inds][..., None], env),
+            self.bootstrap_masks[batch_inds, env_inds][..., None],
         )
         return NextActionReplayBufferSamples(*(self.to_torch(np.asarray(x, dtype=np.float32)) for x in data))

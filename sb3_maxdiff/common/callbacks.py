@@ -106,6 +106,7 @@ class ErgodicityLogger(BaseCallback):
     :param min_length: shortest episode that is scored (the MSD fit needs at least 8 states)
     :param csv_path: CSV file to append each scored episode to (None: logger only); its header is
         written when the file does not exist yet
+    :param env_index: score only this environment of the VecEnv (e.g. one independent agent's); None: all
     :param verbose: 1 prints each scored episode
     """
 
@@ -117,10 +118,12 @@ class ErgodicityLogger(BaseCallback):
         bins: int = 20,
         min_length: int = 20,
         csv_path: str | None = None,
+        env_index: int | None = None,
         verbose: int = 0,
     ):
         super().__init__(verbose)
         self.csv_path = csv_path
+        self.env_index = env_index
         self.dims = [int(d) for d in dims]
         self.low, self.high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
         if len(self.dims) == 0 or self.low.shape != (len(self.dims),) or self.high.shape != self.low.shape:
@@ -136,7 +139,10 @@ class ErgodicityLogger(BaseCallback):
         self._paths: list[list[np.ndarray]] = []
 
     def _on_training_start(self) -> None:
-        start = np.asarray(self.model._last_obs).reshape(self.training_env.num_envs, -1)  # type: ignore[arg-type]
+        n_envs = self.training_env.num_envs
+        if self.env_index is not None and not 0 <= self.env_index < n_envs:
+            raise ValueError(f"env_index must be in [0, {n_envs - 1}] (the training env has {n_envs}), got {self.env_index}")
+        start = np.asarray(self.model._last_obs).reshape(n_envs, -1)  # type: ignore[arg-type]
         self._paths = [[row[self.dims].astype(np.float64)] for row in start]
         if self.csv_path is not None and not os.path.exists(self.csv_path):
             os.makedirs(os.path.dirname(os.path.abspath(self.csv_path)), exist_ok=True)
@@ -146,6 +152,8 @@ class ErgodicityLogger(BaseCallback):
     def _on_step(self) -> bool:
         new_obs = np.asarray(self.locals["new_obs"]).reshape(self.training_env.num_envs, -1)
         for index, (obs, done, info) in enumerate(zip(new_obs, self.locals["dones"], self.locals["infos"])):
+            if self.env_index is not None and index != self.env_index:
+                continue
             final = info.get("terminal_observation") if done else None
             self._paths[index].append(np.asarray(obs if final is None else final, dtype=np.float64).reshape(-1)[self.dims])
             if done:
@@ -159,7 +167,8 @@ class ErgodicityLogger(BaseCallback):
         cells = ergodicity.visited_cells(path, self.low, self.high, self.bins)
         self.visited |= cells
         scores = {
-            "timesteps": float(self.num_timesteps),
+            # each agent's own steps where the agents are independent
+            "timesteps": float(getattr(self.model, "agent_timesteps", self.num_timesteps)),
             "msd_exponent": ergodicity.msd_exponent(path),
             "autocorr_time": ergodicity.autocorrelation_time(path),
             "episode_coverage": len(cells) / self._n_cells,

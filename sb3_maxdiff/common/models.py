@@ -1,8 +1,8 @@
-"""The learned dynamics + reward model shared by NN-MPPI and MaxDiff."""
+"""The learned dynamics + reward model shared by NN-MPPI and MaxDiff, alone or batched over independent agents."""
 
 import itertools
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch as th
 from torch import nn
@@ -10,9 +10,13 @@ from torch.nn import functional as F
 
 LOG_STD_MIN, LOG_STD_MAX = -10.0, 2.0
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+# (weight, bias) of one linear layer: (out, in) and (out,) alone; (N, out, in) and (N, out) batched over agents
+LayerParams = tuple[th.Tensor, th.Tensor]
 
 
 class ModelLosses(NamedTuple):
+    """Model losses: scalars for one model, shape (N,) for N independent agents."""
+
     total: th.Tensor
     dynamics: th.Tensor
     reward: th.Tensor
@@ -27,17 +31,118 @@ def mlp_layers(input_dim: int, output_dim: int, net_arch: list[int], init_w: flo
     return layers
 
 
-def run_mlp(layers: nn.ModuleList, activation: nn.Module, inputs: th.Tensor) -> th.Tensor:
-    """Apply the layers with the activation between them (functional calls: this is the planner's hot path)."""
-    last = len(layers) - 1
+def linear(inputs: th.Tensor, weight: th.Tensor, bias: th.Tensor) -> th.Tensor:
+    """``inputs @ weight^T + bias``; with batched weights (N, out, in), ``inputs`` is (N, B, in)."""
+    if weight.dim() == 2:
+        return F.linear(inputs, weight, bias)
+    return th.baddbmm(bias.unsqueeze(-2), inputs, weight.transpose(-1, -2))
+
+
+def run_mlp(params: list[LayerParams], activation: nn.Module, inputs: th.Tensor) -> th.Tensor:
+    """Apply the layers with the activation between them (none after the output layer)."""
     hidden = inputs
-    for index, layer in enumerate(layers):
-        hidden = F.linear(hidden, layer.weight, layer.bias)
-        if index < last:
-            hidden = activation(hidden)
-    return hidden
+    for weight, bias in params[:-1]:
+        hidden = activation(linear(hidden, weight, bias))
+    return linear(hidden, *params[-1])
 
 
+def check_net_arch(net_arch: list[int] | None) -> list[int]:
+    """The hidden layer sizes (default [200, 200]), or a ValueError naming ``net_arch``."""
+    net_arch = [200, 200] if net_arch is None else list(net_arch)
+    if not net_arch or any(isinstance(size, bool) or not isinstance(size, int) or size < 1 for size in net_arch):
+        raise ValueError(f"net_arch must be a non-empty list of positive ints (hidden layer sizes), got {net_arch!r}")
+    return net_arch
+
+
+# ----- the planner's fused rollout ---------------------------------------------------------------
+def _affine(inputs: th.Tensor, weight_t: th.Tensor, bias: th.Tensor) -> th.Tensor:
+    """``inputs @ weight_t + bias`` with W^T (in, out) and bias (out,), or batched: (N, in, out) and (N, 1, out)."""
+    return th.addmm(bias, inputs, weight_t) if weight_t.dim() == 2 else th.baddbmm(bias, inputs, weight_t)
+
+
+def _affine_(output: th.Tensor, inputs: th.Tensor, weight_t: th.Tensor) -> th.Tensor:
+    """``output += inputs @ weight_t``, in place (no new output tensor)."""
+    return output.addmm_(inputs, weight_t) if weight_t.dim() == 2 else output.baddbmm_(inputs, weight_t)
+
+
+def _compute_params(params: list[LayerParams], dtype: th.dtype) -> list[LayerParams]:
+    """(W^T, b) of each layer in the compute dtype, W^T contiguous; batched biases get a row axis (N, 1, out)."""
+    converted = []
+    for weight, bias in params:
+        weight_t, bias = weight.detach().to(dtype).transpose(-1, -2).contiguous(), bias.detach().to(dtype)
+        converted.append((weight_t, bias.unsqueeze(-2) if bias.dim() == 2 else bias))
+    return converted
+
+
+def _pad_columns(weight_t: th.Tensor, bias: th.Tensor, multiple: int = 16) -> LayerParams:
+    """Zero output columns up to a multiple of ``multiple``: CPU GEMMs with N = 10 run ~3x slower than with N = 16."""
+    extra = -weight_t.shape[-1] % multiple
+    return F.pad(weight_t, (0, extra)), F.pad(bias, (0, extra))
+
+
+def _mlp_tail(params: list[LayerParams], hidden: th.Tensor, activation: nn.Module) -> th.Tensor:
+    """Layers after the first: affine + activation, no activation after the output layer."""
+    for weight_t, bias in params[:-1]:
+        hidden = activation(_affine(hidden, weight_t, bias))
+    return _affine(hidden, *params[-1])
+
+
+def fused_rollout(
+    dynamics: list[LayerParams],
+    reward: list[LayerParams],
+    activation: nn.Module,
+    obs: th.Tensor,
+    actions: th.Tensor,
+    state_bound: float,
+    dtype: th.dtype = th.float32,
+) -> tuple[th.Tensor, th.Tensor]:
+    """
+    Roll the mean dynamics ``s + f(s, a)`` out from ``obs`` under each action sequence, summing ``r(s, a)``.
+
+    The first layers of both networks are split into their state and action parts. The action parts of
+    all H steps come from one matrix multiply up front, and the state parts of both networks from one
+    multiply per step, so the Python loop over H runs five multiplies per step (for two hidden layers),
+    no concatenation, and no dynamics at the last step (``s_H`` is not scored). States are accumulated
+    in float32; with ``dtype=th.bfloat16`` the multiplies run on bfloat16 copies of the weights.
+
+    :param dynamics: (weight, bias) of the dynamics layers, alone or batched over N agents
+    :param reward: (weight, bias) of the reward layers, batched like ``dynamics``
+    :param activation: hidden activation
+    :param obs: start states (B, n), or (N, B, n) with batched layers
+    :param actions: action sequences (B, H, m), or (N, B, H, m)
+    :param state_bound: predicted states are clamped to [-state_bound, state_bound]
+    :param dtype: compute dtype of the multiplies (float32 or bfloat16)
+    :return: summed rewards (B,) or (N, B), and the visited states s_0 .. s_{H-1}, (B, H, n) or (N, B, H, n)
+    """
+    *lead, n_batch, horizon, action_dim = actions.shape
+    obs_dim = obs.shape[-1]
+    dynamics, reward = _compute_params(dynamics, dtype), _compute_params(reward, dtype)
+    dynamics[-1] = _pad_columns(*dynamics[-1])
+    # first layers of both networks side by side: [s, a] @ [W_dyn | W_rew] + [b_dyn | b_rew]
+    first_weight_t = th.cat([dynamics[0][0], reward[0][0]], dim=-1)
+    first_bias = th.cat([dynamics[0][1], reward[0][1]], dim=-1)
+    dynamics_width = dynamics[0][0].shape[-1]
+    # action part of the first layers, every step at once: (*lead, H, B, width)
+    actions_by_step = actions.transpose(-2, -3).reshape(*lead, horizon * n_batch, action_dim).to(dtype)
+    action_part = _affine(actions_by_step, first_weight_t[..., obs_dim:, :], first_bias)
+    action_part = action_part.view(*lead, horizon, n_batch, -1)
+    state_weight_t = first_weight_t[..., :obs_dim, :]
+    # visited[t] is s_t; each step writes s_{t+1} in place, and s_H is never needed
+    visited = th.empty((horizon, *lead, n_batch, obs_dim), dtype=obs.dtype, device=obs.device)
+    visited[0] = obs
+    total_reward = th.zeros((*lead, n_batch, 1), dtype=obs.dtype, device=obs.device)
+    for step in range(horizon):
+        state = visited[step]
+        # in place on this step's action part: no copy of it into a new output
+        hidden = activation(_affine_(action_part[..., step, :, :], state.to(dtype), state_weight_t))
+        total_reward += _mlp_tail(reward[1:], hidden[..., dynamics_width:], activation)
+        if step + 1 < horizon:
+            delta = _mlp_tail(dynamics[1:], hidden[..., :dynamics_width], activation)[..., :obs_dim]
+            th.add(state, delta, out=visited[step + 1]).clamp_(-state_bound, state_bound)
+    return total_reward.squeeze(-1), visited.movedim(0, -2)
+
+
+# ----- models ------------------------------------------------------------------------------------
 class DynamicsRewardModel(nn.Module):
     """
     Dynamics ``s' ~ N(s + f(s, a), sigma^2)`` with a learned log-std per state dim, and a
@@ -61,9 +166,7 @@ class DynamicsRewardModel(nn.Module):
         reward_discount: float = 0.95,
     ):
         super().__init__()
-        net_arch = [200, 200] if net_arch is None else list(net_arch)
-        if not net_arch or any(isinstance(size, bool) or not isinstance(size, int) or size < 1 for size in net_arch):
-            raise ValueError(f"net_arch must be a non-empty list of positive ints (hidden layer sizes), got {net_arch!r}")
+        net_arch = check_net_arch(net_arch)
         self.obs_dim, self.action_dim = obs_dim, action_dim
         self.reward_discount = reward_discount
         # in place where possible: the planner runs this K x H times per step
@@ -72,17 +175,40 @@ class DynamicsRewardModel(nn.Module):
         self.reward = mlp_layers(obs_dim + action_dim, 1, net_arch, init_w)
         self.log_std = nn.Parameter(th.zeros(obs_dim))
 
+    def layer_params(self, network: str) -> list[LayerParams]:
+        """(weight, bias) of the layers of ``network``, "dynamics" or "reward"."""
+        return [(layer.weight, layer.bias) for layer in getattr(self, network)]
+
+    def _log_std_rows(self) -> th.Tensor:
+        """log-std broadcastable against a batch of states."""
+        return self.log_std
+
     def forward(self, obs: th.Tensor, action: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         """
-        :param obs: states of shape (B, n)
-        :param action: normalised actions of shape (B, m)
-        :return: mean next states (B, n) and predicted rewards (B,)
+        :param obs: states of shape (B, n), or (N, B, n) for batched agents
+        :param action: normalised actions of shape (B, m), or (N, B, m)
+        :return: mean next states and predicted rewards, shapes (B, n) and (B,) (or with the leading N)
         """
         inputs = th.cat([obs, action], dim=-1)
-        return obs + run_mlp(self.dynamics, self.activation, inputs), run_mlp(self.reward, self.activation, inputs).squeeze(-1)
+        delta = run_mlp(self.layer_params("dynamics"), self.activation, inputs)
+        return obs + delta, run_mlp(self.layer_params("reward"), self.activation, inputs).squeeze(-1)
 
     def predict_reward(self, obs: th.Tensor, action: th.Tensor) -> th.Tensor:
-        return run_mlp(self.reward, self.activation, th.cat([obs, action], dim=-1)).squeeze(-1)
+        return run_mlp(self.layer_params("reward"), self.activation, th.cat([obs, action], dim=-1)).squeeze(-1)
+
+    def rollout(
+        self, obs: th.Tensor, actions: th.Tensor, state_bound: float, dtype: th.dtype = th.float32
+    ) -> tuple[th.Tensor, th.Tensor]:
+        """
+        The planner's rollout of the mean dynamics (see :func:`fused_rollout`).
+
+        :param obs: start states, shape (B, n), float32
+        :param actions: action sequences, shape (B, H, m)
+        :return: summed predicted rewards (B,) and the visited states s_0 .. s_{H-1}, shape (B, H, n)
+        """
+        return fused_rollout(
+            self.layer_params("dynamics"), self.layer_params("reward"), self.activation, obs, actions, state_bound, dtype
+        )
 
     def loss(
         self,
@@ -94,28 +220,126 @@ class DynamicsRewardModel(nn.Module):
         bootstrap_masks: th.Tensor,
     ) -> ModelLosses:
         """
-        Model loss on a replay batch:
+        Model loss on a replay batch (rows on the second-to-last axis; a leading agent axis for batched agents):
         Gaussian NLL of ``s'`` (mean over batch and dims) plus half the TD-like reward loss
         ``mean((r + 0.95 * mask * r_hat(s', a') - r_hat(s, a))^2)``, with the target detached.
         Rows with a non-finite entry (e.g. a NaN observation from the env) are left out of both means,
         without a host sync; a batch with no finite row gives a NaN loss.
 
-        :param bootstrap_masks: 1 where ``a'`` is the real next action of the same episode, else 0
+        :param rewards: shape (..., B, 1)
+        :param bootstrap_masks: shape (..., B, 1), 1 where ``a'`` is the real next action of the same episode, else 0
         """
-        parts = [obs, actions, next_obs, next_actions, rewards.reshape(-1, 1), bootstrap_masks.reshape(-1, 1)]
+        rows = obs.shape[:-1]
+        parts = [obs, actions, next_obs, next_actions, rewards.reshape(*rows, 1), bootstrap_masks.reshape(*rows, 1)]
         batch = th.cat(parts, dim=-1)  # one finiteness test and one select for the whole batch
         valid = th.isfinite(batch).all(dim=-1)
-        batch = th.where(valid[:, None], batch, th.zeros((), dtype=batch.dtype, device=batch.device))
+        batch = th.where(valid.unsqueeze(-1), batch, th.zeros((), dtype=batch.dtype, device=batch.device))
         obs, actions, next_obs, next_actions, rewards, bootstrap_masks = batch.split([p.shape[-1] for p in parts], dim=-1)
-        row_weights = valid.to(obs.dtype) / valid.sum()  # NaN weights (0 / 0) when no row is finite
+        # NaN weights (0 / 0) when no row is finite
+        row_weights = valid.to(obs.dtype) / valid.sum(dim=-1, keepdim=True)
         mean_next, predicted_reward = self(obs, actions)
-        log_std = self.log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+        log_std = self._log_std_rows().clamp(LOG_STD_MIN, LOG_STD_MAX)
         # -log N(s'; mean, std^2) per dim, averaged over dims, then over the finite rows
         nll = (0.5 * ((next_obs - mean_next) * th.exp(-log_std)) ** 2 + log_std + HALF_LOG_2PI).mean(dim=-1)
-        dynamics_loss = (nll * row_weights).sum()
+        dynamics_loss = (nll * row_weights).sum(dim=-1)
         with th.no_grad():
-            target = rewards.flatten() + self.reward_discount * bootstrap_masks.flatten() * self.predict_reward(
-                next_obs, next_actions
-            )
-        reward_loss = (((target - predicted_reward) ** 2) * row_weights).sum()
+            next_reward = self.predict_reward(next_obs, next_actions)
+            target = rewards.squeeze(-1) + self.reward_discount * bootstrap_masks.squeeze(-1) * next_reward
+        reward_loss = (((target - predicted_reward) ** 2) * row_weights).sum(dim=-1)
         return ModelLosses(0.5 * reward_loss + dynamics_loss, dynamics_loss, reward_loss)
+
+
+class BatchedDynamicsRewardModel(DynamicsRewardModel):
+    """
+    N independent :class:`DynamicsRewardModel`\\ s in one set of tensors, for N agents trained side by
+    side: the planner rolls all agents out in one batched rollout and one forward/backward trains them
+    all. Every parameter lives in one (N, P) tensor, row i holding agent i's weights, so that nothing
+    crosses between agents: agent i's outputs and gradients depend only on row i and agent i's inputs.
+
+    :param n_agents: number of agents N
+    :param obs_dim: size of the flat observation
+    :param action_dim: size of the action
+    :param net_arch: hidden layer sizes of both networks
+    :param activation_fn: hidden activation
+    :param init_w: output layers are initialised uniformly in [-init_w, init_w]
+    :param reward_discount: discount of the TD-like reward target (0.95 in the paper)
+    """
+
+    def __init__(
+        self,
+        n_agents: int,
+        obs_dim: int,
+        action_dim: int,
+        net_arch: list[int] | None = None,
+        activation_fn: type[nn.Module] = nn.ReLU,
+        init_w: float = 3e-3,
+        reward_discount: float = 0.95,
+    ):
+        if isinstance(n_agents, bool) or not isinstance(n_agents, int) or n_agents < 1:
+            raise ValueError(f"n_agents must be an integer >= 1, got {n_agents!r}")
+        # each agent initialised as a model of its own, one after the other from the torch random stream
+        singles = [
+            DynamicsRewardModel(obs_dim, action_dim, net_arch, activation_fn, init_w, reward_discount) for _ in range(n_agents)
+        ]
+        nn.Module.__init__(self)
+        self.obs_dim, self.action_dim = obs_dim, action_dim
+        self.reward_discount = reward_discount
+        self.n_agents = n_agents
+        self.activation = singles[0].activation
+        template = singles[0].state_dict()
+        self.layout: dict[str, tuple[int, th.Size]] = {}
+        offset = 0
+        for name, tensor in template.items():
+            self.layout[name] = (offset, tensor.shape)
+            offset += tensor.numel()
+        self.flat = nn.Parameter(th.stack([th.cat([t.flatten() for t in single.state_dict().values()]) for single in singles]))
+        self._n_layers = len(singles[0].dynamics)
+
+    def view(self, name: str, flat: th.Tensor | None = None) -> th.Tensor:
+        """Every agent's copy of the single-model tensor ``name`` (e.g. "dynamics.0.weight"), shape (N, *shape)."""
+        offset, shape = self.layout[name]
+        flat = self.flat if flat is None else flat
+        return flat[:, offset : offset + shape.numel()].view(flat.shape[0], *shape)
+
+    def layer_params(self, network: str) -> list[LayerParams]:
+        return [(self.view(f"{network}.{i}.weight"), self.view(f"{network}.{i}.bias")) for i in range(self._n_layers)]
+
+    @property
+    def log_std(self) -> th.Tensor:  # type: ignore[override]
+        """Learned log-std of every agent, shape (N, n)."""
+        return self.view("log_std")
+
+    def _log_std_rows(self) -> th.Tensor:
+        return self.log_std.unsqueeze(-2)
+
+    def rollout(
+        self, obs: th.Tensor, actions: th.Tensor, state_bound: float, dtype: th.dtype = th.float32
+    ) -> tuple[th.Tensor, th.Tensor]:
+        """
+        The planner's rollout for all agents at once, agent i's samples in rows ``i * K .. (i + 1) * K - 1``.
+
+        :param obs: start states, shape (N * K, n)
+        :param actions: action sequences, shape (N * K, H, m)
+        :return: summed predicted rewards (N * K,) and visited states (N * K, H, n)
+        """
+        n_agents = self.n_agents
+        returns, visited = fused_rollout(
+            self.layer_params("dynamics"),
+            self.layer_params("reward"),
+            self.activation,
+            obs.view(n_agents, -1, obs.shape[-1]),
+            actions.view(n_agents, -1, *actions.shape[-2:]),
+            state_bound,
+            dtype,
+        )
+        return returns.reshape(-1), visited.reshape(-1, *visited.shape[-2:])
+
+    def agent_state_dict(self, index: int) -> dict[str, th.Tensor]:
+        """The state dict of agent ``index`` as a :class:`DynamicsRewardModel` (copies)."""
+        return {name: self.view(name)[index].detach().clone() for name in self.layout}
+
+    def load_agent_state_dict(self, index: int, state_dict: dict[str, Any]) -> None:
+        """Set agent ``index``'s weights from a :class:`DynamicsRewardModel` state dict."""
+        with th.no_grad():
+            for name in self.layout:
+                self.view(name)[index].copy_(state_dict[name])

@@ -95,25 +95,6 @@ def check_planner_settings(horizon: int, n_samples: int, temperature: float, noi
     planner_compute_dtype(dtype)
 
 
-def _linear_params(layers: th.nn.ModuleList, dtype: th.dtype) -> list[tuple[th.Tensor, th.Tensor]]:
-    """(W^T, b) of each layer in the compute dtype, W^T contiguous for ``addmm``."""
-    return [(layer.weight.detach().to(dtype).t().contiguous(), layer.bias.detach().to(dtype)) for layer in layers]
-
-
-def _pad_columns(weight_t: th.Tensor, bias: th.Tensor, multiple: int = 16) -> tuple[th.Tensor, th.Tensor]:
-    """Zero output columns up to a multiple of ``multiple``: CPU GEMMs with N = 10 run ~3x slower than with N = 16."""
-    extra = -weight_t.shape[1] % multiple
-    return th.nn.functional.pad(weight_t, (0, extra)), th.nn.functional.pad(bias, (0, extra))
-
-
-def _mlp_tail(params: list[tuple[th.Tensor, th.Tensor]], hidden: th.Tensor, activation: th.nn.Module) -> th.Tensor:
-    """Layers after the first: ``addmm`` + activation, no activation after the output layer."""
-    for weight_t, bias in params[:-1]:
-        hidden = activation(th.addmm(bias, hidden, weight_t))
-    weight_t, bias = params[-1]
-    return th.addmm(bias, hidden, weight_t)
-
-
 def _generic_rollout(
     model: th.nn.Module, obs: th.Tensor, actions: th.Tensor, state_bound: float
 ) -> tuple[th.Tensor, th.Tensor]:
@@ -131,51 +112,20 @@ def rollout(
     model: th.nn.Module, obs: th.Tensor, actions: th.Tensor, state_bound: float, dtype: th.dtype = th.float32
 ) -> tuple[th.Tensor, th.Tensor]:
     """
-    Roll the model's mean dynamics out from ``obs`` under each action sequence: the planner's hot
-    path, and the only place that knows about the compute dtype.
-
-    For a :class:`DynamicsRewardModel`, the first layers of both networks are split into their state
-    and action parts. The action parts of all H steps come from one matrix multiply up front, and the
-    state parts of both networks from one multiply per step, so the Python loop over H runs five
-    ``addmm`` per step (for two hidden layers), no concatenation, and no dynamics at the last step
-    (``s_H`` is not scored). States are accumulated in float32;
-    with ``dtype=th.bfloat16`` the multiplies run on bfloat16 copies of the weights (the model itself
-    stays float32 for training).
+    Roll ``model`` out from ``obs`` under each action sequence: the model's own fused ``rollout`` where it
+    has one (:class:`DynamicsRewardModel`), else a step-by-step loop over ``model(state, action)``.
 
     :param model: learned dynamics and reward, or any ``model(state, action) -> (next_state, reward)``
     :param obs: start states, shape (B, n), float32
     :param actions: action sequences, shape (B, H, m)
     :param state_bound: predicted states are clamped to [-state_bound, state_bound]
-    :param dtype: compute dtype of the multiplies (float32 or bfloat16)
+    :param dtype: compute dtype of the multiplies (float32 or bfloat16; the loop ignores it)
     :return: summed predicted rewards (B,) and the visited states s_0 .. s_{H-1}, shape (B, H, n)
     """
-    if not isinstance(model, DynamicsRewardModel):
+    fused = getattr(model, "rollout", None)
+    if fused is None:
         return _generic_rollout(model, obs, actions, state_bound)
-    n_batch, horizon, action_dim = actions.shape
-    obs_dim, activation = obs.shape[-1], model.activation
-    dynamics, reward = _linear_params(model.dynamics, dtype), _linear_params(model.reward, dtype)
-    dynamics[-1] = _pad_columns(*dynamics[-1])
-    # first layers of both networks side by side: [s, a] @ [W_dyn | W_rew] + [b_dyn | b_rew]
-    first_weight_t = th.cat([dynamics[0][0], reward[0][0]], dim=1)
-    first_bias = th.cat([dynamics[0][1], reward[0][1]])
-    dynamics_width = dynamics[0][0].shape[1]
-    # action part of the first layers, every step at once: (H, B, width)
-    actions_by_step = actions.transpose(0, 1).reshape(horizon * n_batch, action_dim).to(dtype)
-    action_part = th.addmm(first_bias, actions_by_step, first_weight_t[obs_dim:]).view(horizon, n_batch, -1)
-    state_weight_t = first_weight_t[:obs_dim]
-    # visited[t] is s_t; each step writes s_{t+1} in place, and s_H is never needed
-    visited = th.empty((horizon, n_batch, obs_dim), dtype=obs.dtype, device=obs.device)
-    visited[0] = obs
-    total_reward = th.zeros((n_batch, 1), dtype=obs.dtype, device=obs.device)
-    for step in range(horizon):
-        state = visited[step]
-        # in place on this step's action part: no copy of it into a new output
-        hidden = activation(action_part[step].addmm_(state.to(dtype), state_weight_t))
-        total_reward += _mlp_tail(reward[1:], hidden[:, dynamics_width:], activation)
-        if step + 1 < horizon:
-            delta = _mlp_tail(dynamics[1:], hidden[:, :dynamics_width], activation)[:, :obs_dim]
-            th.add(state, delta, out=visited[step + 1]).clamp_(-state_bound, state_bound)
-    return total_reward.squeeze(-1), visited.transpose(0, 1)
+    return fused(obs, actions, state_bound, dtype)
 
 
 class MPPIPlanner:

@@ -25,6 +25,8 @@ RESULT_FILE = "result.json"
 SPEC_FILE = "spec.json"
 MODEL_FILE = "model.zip"
 CHECKPOINT_FILE = "checkpoint.json"
+# written by a seed-batched training (experiments/batched.py): its time and seeds, read into result.json
+BATCH_FILE = "batch.json"
 ERGODICITY_FILE = "ergodicity.csv"
 # ergodicity diagnostics of the point mass's training paths: (x, y) on a 20 x 20 grid over its +/-5 box
 POINT_MASS_ERGODICITY = dict(dims=[0, 1], low=[-5.0, -5.0], high=[5.0, 5.0], bins=20)
@@ -158,18 +160,22 @@ class _Progress:
                 self.counter.value += 1
 
 
-def _ergodicity_logger(run_dir: str, spec: RunSpec, steps_before: int) -> Any:
+def _ergodicity_logger(
+    run_dir: str, spec: RunSpec, steps_before: int, visited: list | None = None, env_index: int | None = None
+) -> Any:
     """
     The ergodicity callback of a multi-shot point-mass run (None for other runs), writing ``ergodicity.csv``.
     A fresh run starts the file anew; a resumed one keeps the rows up to its checkpoint and the grid cells
-    visited until then.
+    visited until then (``visited``, else read from the run's checkpoint file).
+
+    :param env_index: the environment of this run in a seed-batched VecEnv (None: a run of its own)
     """
     from sb3_maxdiff.common.callbacks import ErgodicityLogger
 
     if spec.single_shot or "PointMass" not in spec.env_id:
         return None
     path = os.path.join(run_dir, ERGODICITY_FILE)
-    logger = ErgodicityLogger(**POINT_MASS_ERGODICITY, csv_path=path)
+    logger = ErgodicityLogger(**POINT_MASS_ERGODICITY, csv_path=path, env_index=env_index)
     if steps_before == 0:
         if os.path.exists(path):
             os.remove(path)
@@ -179,8 +185,10 @@ def _ergodicity_logger(run_dir: str, spec: RunSpec, steps_before: int) -> Any:
             lines = file.readlines()
         with open(path, "w") as file:
             file.writelines(lines[:1] + [line for line in lines[1:] if float(line.split(",")[0]) <= steps_before])
-    with open(os.path.join(run_dir, CHECKPOINT_FILE)) as file:
-        logger.visited = {tuple(cell) for cell in json.load(file).get("visited_cells", [])}
+    if visited is None:
+        with open(os.path.join(run_dir, CHECKPOINT_FILE)) as file:
+            visited = json.load(file).get("visited_cells", [])
+    logger.visited = {tuple(cell) for cell in visited}
     return logger
 
 
@@ -329,6 +337,10 @@ def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1) 
 
         model = get_algo(spec.method).load(model_path, device=spec.device)
         result["resumed_from_steps"] = spec.steps
+        batch_path = os.path.join(run_dir, BATCH_FILE)
+        if os.path.exists(batch_path):  # trained with other seeds in one process: its training time and seeds
+            with open(batch_path) as file:
+                result.update(json.load(file))
     else:
         model, done_steps, episodes = _build_or_resume(run_dir, spec)
         result["resumed_from_steps"] = done_steps
@@ -342,7 +354,7 @@ def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1) 
             model.learn(spec.steps - done_steps, callback=callbacks, reset_num_timesteps=done_steps == 0)
         model.save(model_path)
         _remove_checkpoints(run_dir)
-    result["train_seconds"] = time.perf_counter() - start
+    result.setdefault("train_seconds", time.perf_counter() - start)
     ergodicity = _ergodicity_summary(run_dir)
     if ergodicity is not None:
         result["ergodicity"] = ergodicity

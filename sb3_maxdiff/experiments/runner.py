@@ -3,6 +3,10 @@ Run the (setting, method, seed) grid of a preset, locally in parallel processes 
 skipping the runs already finished on disk, so that a killed sweep resumes where it stopped.
 
     python -m sb3_maxdiff.experiments run point-mass-beta --budget reduced --seeds 5 --out results
+
+With ``--batch-seeds`` the seeds of each NN-MPPI / MaxDiff cell train together in one process, as the
+independent agents of one model (one batched rollout and one batched update per step), and write the same
+per-seed files as separate runs; SAC and single-shot cells run one seed per process as usual.
 """
 
 import argparse
@@ -28,11 +32,18 @@ def _init_worker(counter: Any) -> None:
 _worker_counter: Any = None
 
 
-def _local_task(spec: RunSpec, out: str, threads: int) -> dict[str, Any]:
+def _local_task(specs: list[RunSpec], out: str, threads: int) -> list[dict[str, Any]]:
+    """One run, or the seeds of one cell batched in this process."""
     try:
-        return execute_run(spec, out, _worker_counter, threads)
+        if len(specs) == 1:
+            return [execute_run(specs[0], out, _worker_counter, threads)]
+        from sb3_maxdiff.experiments.batched import execute_batch
+
+        return execute_batch(specs, out, _worker_counter, threads)
     except Exception:
-        _record_failure(out, spec, traceback.format_exc())
+        text = traceback.format_exc()
+        for spec in specs:
+            _record_failure(out, spec, text)
         raise
 
 
@@ -85,14 +96,17 @@ def _summary(result: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def run_local(specs: list[RunSpec], out: str, jobs: int, threads: int = 1) -> list[RunSpec]:
-    """Run ``specs`` in ``jobs`` worker processes; returns the runs that failed."""
+def run_local(groups: list[list[RunSpec]], out: str, jobs: int, threads: int = 1) -> list[RunSpec]:
+    """
+    Run each group in one of ``jobs`` worker processes (a group: one run, or the seeds of a cell to batch);
+    returns the runs that failed.
+    """
     context = mp.get_context("spawn")
     counter = context.Value("q", 0)
-    display = ProgressDisplay(sum(spec.work for spec in specs), len(specs))
+    display = ProgressDisplay(sum(spec.work for group in groups for spec in group), sum(len(group) for group in groups))
     failed: list[RunSpec] = []
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(counter,)) as pool:
-        futures: dict[Future, RunSpec] = {pool.submit(_local_task, spec, out, threads): spec for spec in specs}
+        futures: dict[Future, list[RunSpec]] = {pool.submit(_local_task, group, out, threads): group for group in groups}
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
@@ -103,11 +117,13 @@ def run_local(specs: list[RunSpec], out: str, jobs: int, threads: int = 1) -> li
     return failed
 
 
-def _report_outcome(future: Future, spec: RunSpec, display: ProgressDisplay, failed: list[RunSpec]) -> None:
+def _report_outcome(future: Future, group: list[RunSpec], display: ProgressDisplay, failed: list[RunSpec]) -> None:
     error = future.exception()
     if error is None:
-        display.run_finished(spec, _summary(future.result()))
-    else:
+        for spec, result in zip(group, future.result()):
+            display.run_finished(spec, _summary(result))
+        return
+    for spec in group:
         failed.append(spec)
         display.run_finished(spec, f"FAILED ({type(error).__name__}: {error}); see error.txt in its folder")
 
@@ -167,17 +183,34 @@ def run_ray(specs: list[RunSpec], out: str, address: str, threads: int = 1) -> l
 
 
 def run_specs(
-    specs: list[RunSpec], out: str, jobs: int | None = None, threads: int = 1, ray_address: str | None = None
+    specs: list[RunSpec],
+    out: str,
+    jobs: int | None = None,
+    threads: int = 1,
+    ray_address: str | None = None,
+    batch_seeds: bool = False,
 ) -> tuple[list[RunSpec], list[RunSpec]]:
-    """Run the unfinished ``specs``; returns (those skipped as already finished, those that failed)."""
+    """
+    Run the unfinished ``specs``; returns (those skipped as already finished, those that failed).
+
+    :param batch_seeds: train the seeds of each NN-MPPI / MaxDiff cell together in one process (local runs only)
+    """
     skipped = [spec for spec in specs if is_finished(out, spec)]
     todo = [spec for spec in specs if not is_finished(out, spec)]
     if not todo:
         return skipped, []
     if ray_address is not None:
+        if batch_seeds:
+            raise ValueError("batch_seeds runs locally; leave out ray_address (or batch_seeds)")
         return skipped, run_ray(todo, out, ray_address, threads)
+    if batch_seeds:
+        from sb3_maxdiff.experiments.batched import group_batches
+
+        groups = group_batches(todo)
+    else:
+        groups = [[spec] for spec in todo]
     jobs = jobs or max(1, (os.cpu_count() or 1) // threads)
-    return skipped, run_local(todo, out, min(jobs, len(todo)), threads)
+    return skipped, run_local(groups, out, min(jobs, len(groups)), threads)
 
 
 def _positive_int(text: str) -> int:
@@ -205,9 +238,16 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--threads", type=_positive_int, default=1, help="torch threads per run")
     parser.add_argument("--device", default="cpu", help="torch device of each run")
     parser.add_argument("--ray-address", default=None, help="run on this Ray cluster ('local': a Ray instance here)")
+    parser.add_argument(
+        "--batch-seeds",
+        action="store_true",
+        help="train the seeds of each NN-MPPI / MaxDiff cell in one process, as independent agents (not with Ray)",
+    )
     parser.add_argument("--list", action="store_true", help="print the runs and whether they are finished, and stop")
     args = parser.parse_args(argv)
 
+    if args.batch_seeds and args.ray_address is not None:
+        parser.error("--batch-seeds runs locally; leave out --ray-address")
     seeds = range(args.seeds or get_budget(args.budget).seeds)
     try:
         specs = build_specs(args.preset, args.budget, seeds, args.settings, args.methods, args.device, args.steps)
@@ -217,7 +257,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         for spec in specs:
             print(f"{'done' if is_finished(args.out, spec) else 'todo'}  {spec.relpath}")
         return 0
-    skipped, failed = run_specs(specs, args.out, args.jobs, args.threads, args.ray_address)
+    skipped, failed = run_specs(specs, args.out, args.jobs, args.threads, args.ray_address, args.batch_seeds)
     done = len(specs) - len(failed)
     print(
         f"{done}/{len(specs)} runs finished ({len(skipped)} were already on disk), {len(failed)} failed; results in {args.out}"

@@ -8,6 +8,7 @@ bar and save/load are SB3's; what differs is the policy (a planner over a learne
 replay buffer (it stores the next action) and ``train`` (model updates instead of actor-critic).
 """
 
+import copy
 import warnings
 from typing import Any, ClassVar, TypeVar
 
@@ -22,10 +23,12 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.entropy import PathEntropy
 from sb3_maxdiff.common.mppi import STAT_NAMES, MPPIPlanner, check_planner_settings, check_positive
+from sb3_maxdiff.common.optimizers import AgentAdam
 from sb3_maxdiff.nnmppi.policies import MlpPolicy, MPPIPolicy
 
 SelfNNMPPI = TypeVar("SelfNNMPPI", bound="NNMPPI")
@@ -70,6 +73,30 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
 
 
+class DeviceSums:
+    """
+    Running sums of tensors kept on the device between two logger dumps, so that the training step never
+    waits for the host: they are read (one copy) only when the logs are written.
+    """
+
+    def __init__(self) -> None:
+        self.sums: dict[str, th.Tensor] = {}
+
+    def add(self, name: str, value: th.Tensor) -> None:
+        value = value.detach()
+        self.sums[name] = value.clone() if name not in self.sums else self.sums[name] + value
+
+    def pop(self) -> dict[str, np.ndarray]:
+        """The sums on the host (one copy), and a fresh start."""
+        if not self.sums:
+            return {}
+        names, tensors = list(self.sums), list(self.sums.values())
+        flat = th.cat([tensor.flatten().float() for tensor in tensors]).cpu().numpy()
+        sizes = np.cumsum([tensor.numel() for tensor in tensors])[:-1]
+        self.sums = {}
+        return {name: part.reshape(tensor.shape) for name, part, tensor in zip(names, np.split(flat, sizes), tensors)}
+
+
 class NNMPPI(OffPolicyAlgorithm):
     """
     Neural-network MPPI (NN-MPPI), the model-based baseline of the MaxDiff RL paper.
@@ -104,6 +131,12 @@ class NNMPPI(OffPolicyAlgorithm):
         ``PointMassUnbounded`` ids) or clips it itself (the paper's MuJoCo ids)
     :param warmup_actions: ``"random"``: uniformly random actions for the first ``learning_starts`` steps;
         ``"planner"``: plan with the (untrained) model from the first step, as the authors did
+    :param independent_agents: False: one model learns from every environment of the VecEnv. True: each
+        environment i gets an agent of its own (its own model, optimizer state, replay column, warm start
+        and schedules), as N separate runs would, but planned for in one batched rollout and trained in one
+        batched update. Step counts (``learning_starts``, alpha schedules) are then per agent, ``buffer_size``
+        is per agent, and ``total_timesteps`` of ``learn`` counts every agent's steps (SB3's convention);
+        :meth:`agent` extracts one agent as a model of its own
     :param planner_dtype: compute dtype of the planner's model rollouts, "float32" or "bfloat16" (the model
         is trained in float32 either way). bfloat16 only pays off on hardware with bfloat16 matrix units; on
         AVX2-only CPUs it is about 40x slower (BENCHMARKS.md)
@@ -138,6 +171,7 @@ class NNMPPI(OffPolicyAlgorithm):
         control_cost: bool = True,
         action_semantics: str = "bounded",
         warmup_actions: str = "random",
+        independent_agents: bool = False,
         planner_dtype: str = "float32",
         replay_buffer_kwargs: dict[str, Any] | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -161,6 +195,8 @@ class NNMPPI(OffPolicyAlgorithm):
             raise ValueError(f"buffer_size must be an integer >= 2, got {buffer_size!r}")
         check_choice("action_semantics", action_semantics, ACTION_SEMANTICS)
         check_choice("warmup_actions", warmup_actions, WARMUP_ACTIONS)
+        if not isinstance(independent_agents, (bool, np.bool_)):
+            raise ValueError(f"independent_agents must be True or False, got {independent_agents!r}")
         super().__init__(
             policy,
             env,  # type: ignore[arg-type]
@@ -189,7 +225,13 @@ class NNMPPI(OffPolicyAlgorithm):
         self.action_semantics = action_semantics
         self.warmup_actions = warmup_actions
         self.planner_dtype = planner_dtype
+        self.independent_agents = bool(independent_agents)
+        self.n_agents: int | None = None
         self._train_nominal: th.Tensor | None = None
+        self._device_sums = DeviceSums()
+        self._planner_calls = 0
+        self._attempted_updates = 0
+        self._agent_returns: np.ndarray | None = None
         if _init_setup_model:
             self._setup_model()
 
@@ -215,13 +257,29 @@ class NNMPPI(OffPolicyAlgorithm):
     def obs_dim(self) -> int:
         return get_flattened_obs_dim(self.observation_space)
 
+    @property
+    def agent_timesteps(self) -> int:
+        """Environment steps taken by each agent (``num_timesteps`` unless the agents are independent)."""
+        return self.num_timesteps // self.n_envs if self.independent_agents else self.num_timesteps
+
+    def _check_agent_count(self, n_envs: int) -> None:
+        if self.independent_agents and self.n_agents is not None and n_envs != self.n_agents:
+            raise ValueError(
+                f"env must have {self.n_agents} environments, one per independent agent of this model, got {n_envs}; "
+                "use model.agent(i) to run one agent on its own"
+            )
+
     def _setup_model(self) -> None:
         check_spaces(self.observation_space, self.action_space)
+        self._check_agent_count(self.n_envs)
+        self.n_agents = self.n_envs if self.independent_agents else None
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
+        self._device_sums = DeviceSums()
         if self.replay_buffer is None:
             self.replay_buffer = NextActionReplayBuffer(
-                self.buffer_size,
+                # SB3 splits buffer_size over the environments; independent agents each get all of it
+                self.buffer_size * (self.n_envs if self.independent_agents else 1),
                 self.observation_space,
                 self.action_space,
                 device=self.device,
@@ -229,7 +287,12 @@ class NNMPPI(OffPolicyAlgorithm):
                 **self.replay_buffer_kwargs,
             )
         self.policy = self.policy_class(  # type: ignore[assignment]
-            self.observation_space, self.action_space, self.lr_schedule, planner=self._make_planner(), **self.policy_kwargs
+            self.observation_space,
+            self.action_space,
+            self.lr_schedule,
+            planner=self._make_planner(),
+            n_agents=self.n_agents,
+            **self.policy_kwargs,
         ).to(self.device)
         self._convert_train_freq()
         self._train_nominal = None
@@ -257,16 +320,19 @@ class NNMPPI(OffPolicyAlgorithm):
     def _sample_action(
         self, learning_starts: int, action_noise: ActionNoise | None = None, n_envs: int = 1
     ) -> tuple[np.ndarray, np.ndarray]:
-        if self.warmup_actions == "random" and self.num_timesteps < learning_starts:
-            return super()._sample_action(learning_starts, action_noise, n_envs)
+        if self.warmup_actions == "random" and self.agent_timesteps < learning_starts:
+            # SB3 compares num_timesteps, which counts every agent's steps
+            steps_per_agent_step = self.n_envs if self.independent_agents else 1
+            return super()._sample_action(learning_starts * steps_per_agent_step, action_noise, n_envs)
         self._update_planner_parameters()
         obs, _ = self.policy.obs_to_tensor(self._last_obs)  # type: ignore[arg-type]
         starts = th.as_tensor(np.asarray(self._last_episode_starts, dtype=bool), device=self.device)
         with th.no_grad():
             result = self.policy.plan(obs, self._train_nominal, starts)
         self._train_nominal = result.nominal
-        for name, value in zip(STAT_NAMES, result.stats.mean(dim=0).tolist()):
-            self.logger.record_mean(f"planner/{name}", value)
+        # statistics stay on the device until the logs are written
+        self._device_sums.add("planner", result.stats)
+        self._planner_calls += 1
         scaled_action = result.actions.cpu().numpy()
         if action_noise is not None:
             scaled_action = scaled_action + action_noise()
@@ -287,36 +353,101 @@ class NNMPPI(OffPolicyAlgorithm):
         super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
         # the planner's warm start is reset where an episode starts
         self._last_episode_starts = np.asarray(dones, dtype=bool).copy()
+        if self.independent_agents:
+            for index, info in enumerate(infos):
+                if "episode" in info:
+                    if self._agent_returns is None:
+                        self._agent_returns = np.full(self.n_envs, np.nan)
+                    self._agent_returns[index] = info["episode"]["r"]
 
     # ----- learning --------------------------------------------------------------------------
+    def _optimizer_step(self, loss: th.Tensor, finite: th.Tensor) -> bool:
+        """
+        Backward and optimizer step, skipped where the loss is not finite. On the device (no host read of
+        the loss) for independent agents and for fused Adam (its ``found_inf`` input, as AMP uses it); other
+        optimizers read the finiteness on the host. Returns False when the step was skipped on the host.
+        """
+        optimizer = self.policy.optimizer
+        if isinstance(optimizer, AgentAdam):
+            optimizer.zero_grad()
+            loss.sum().backward()
+            optimizer.step(active=finite)
+            return True
+        fused = isinstance(optimizer, th.optim.Adam) and bool(optimizer.defaults.get("fused"))
+        if not fused and not bool(finite):
+            return False
+        optimizer.zero_grad()
+        loss.backward()
+        if fused:
+            optimizer.found_inf = (~finite).float()  # type: ignore[attr-defined]
+            try:
+                optimizer.step()
+            finally:
+                del optimizer.found_inf  # type: ignore[attr-defined]
+        else:
+            optimizer.step()
+        return True
+
     def train(self, gradient_steps: int, batch_size: int = 128) -> None:
-        if self.replay_buffer.size() < 1:
+        if self.replay_buffer.size() < 1 or self.agent_timesteps <= self.learning_starts:
             return
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         # one draw for all gradient steps: a single host-to-device copy
-        data = self.replay_buffer.sample(batch_size * gradient_steps, env=self._vec_normalize_env)
-        losses = []
-        applied = 0
+        n_rows = batch_size * gradient_steps
+        if self.independent_agents:
+            data = self.replay_buffer.sample_per_env(n_rows, env=self._vec_normalize_env)
+        else:
+            data = self.replay_buffer.sample(n_rows, env=self._vec_normalize_env)
         for step in range(gradient_steps):
-            batch = (tensor[step * batch_size : (step + 1) * batch_size] for tensor in data)
+            batch = (tensor[..., step * batch_size : (step + 1) * batch_size, :] for tensor in data)
             loss = self.policy.model.loss(*batch)
-            if not th.isfinite(loss.total):
-                warnings.warn("Non-finite model loss: this gradient step was skipped (the model keeps its parameters)")
+            finite = th.isfinite(loss.total)
+            self._attempted_updates += 1
+            if not self._optimizer_step(loss.total, finite):
                 continue
-            self.policy.optimizer.zero_grad()
-            loss.total.backward()
-            self.policy.optimizer.step()
-            applied += 1
-            losses.append(th.stack([loss.total, loss.dynamics, loss.reward]).detach())
-        self._n_updates += applied
-        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
-        if losses:
-            total, dynamics, reward = th.stack(losses).mean(dim=0).tolist()
-            self.logger.record("train/model_loss", total)
-            self.logger.record("train/dynamics_loss", dynamics)
-            self.logger.record("train/reward_loss", reward)
-            self.logger.record("train/model_log_std", self.policy.model.log_std.mean().item())
+            # losses of the applied steps only, summed on the device
+            losses = th.stack([loss.total, loss.dynamics, loss.reward]).detach()
+            self._device_sums.add("losses", th.where(finite, losses, th.zeros((), device=losses.device)))
+            self._device_sums.add("applied", finite.float())
+
+    def _record_device_stats(self) -> None:
+        """Read the device-side sums (one host copy), log their means, count the updates, warn about skips."""
+        sums = self._device_sums.pop()
+        # learn() can fail before SB3 configured the logger
+        record = self.logger.record if hasattr(self, "_logger") else lambda *args, **kwargs: None
+        if "planner" in sums:
+            planner = sums["planner"] / self._planner_calls  # (E, 4)
+            for name, values in zip(STAT_NAMES, planner.T):
+                record(f"planner/{name}", float(values.mean()))
+            self.policy.warn_nonfinite(float(sums["planner"][:, STAT_NAMES.index("nonfinite")].sum()))
+        self._planner_calls = 0
+        attempted, self._attempted_updates = self._attempted_updates, 0
+        applied = sums.get("applied", np.zeros(self.n_agents or ()))
+        if attempted:
+            self._n_updates += round(float(np.min(applied)))
+            skipped = attempted - applied
+            if np.any(skipped > 0):
+                where = f" (agents {np.flatnonzero(skipped).tolist()})" if self.independent_agents else ""
+                warnings.warn(
+                    f"Non-finite model loss: {int(np.max(skipped))} of {attempted} gradient steps were skipped{where} "
+                    "(the model keeps its parameters)"
+                )
+        record("train/n_updates", self._n_updates, exclude="tensorboard")
+        if "losses" in sums:
+            losses = sums["losses"] / np.maximum(applied, 1.0)  # (3,) or (3, N)
+            for name, values in zip(("model_loss", "dynamics_loss", "reward_loss"), losses):
+                record(f"train/{name}", float(np.mean(values)))
+            if self.independent_agents:
+                for index, value in enumerate(losses[0]):
+                    record(f"train/model_loss_agent_{index}", float(value))
+        if self.independent_agents and self._agent_returns is not None:
+            for index, value in enumerate(self._agent_returns):
+                record(f"rollout/ep_rew_agent_{index}", float(value))
+
+    def dump_logs(self) -> None:
+        self._record_device_stats()
+        super().dump_logs()
 
     def learn(
         self: SelfNNMPPI,
@@ -327,18 +458,60 @@ class NNMPPI(OffPolicyAlgorithm):
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfNNMPPI:
-        return super().learn(
-            total_timesteps=total_timesteps,
-            callback=callback,
-            log_interval=log_interval,
-            tb_log_name=tb_log_name,
-            reset_num_timesteps=reset_num_timesteps,
-            progress_bar=progress_bar,
-        )
+        try:
+            return super().learn(
+                total_timesteps=total_timesteps,
+                callback=callback,
+                log_interval=log_interval,
+                tb_log_name=tb_log_name,
+                reset_num_timesteps=reset_num_timesteps,
+                progress_bar=progress_bar,
+            )
+        finally:
+            # the update count and any warning are up to date when learn returns (or fails)
+            self._record_device_stats()
+
+    # ----- independent agents ----------------------------------------------------------------
+    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
+        n_envs = env.num_envs if isinstance(env, VecEnv) else 1
+        self._check_agent_count(n_envs)
+        super().set_env(env, force_reset)
+
+    def agent(self: SelfNNMPPI, index: int) -> SelfNNMPPI:
+        """
+        Agent ``index`` of a model with ``independent_agents=True`` as a model of its own, for one
+        environment: same settings and step count, the agent's model weights and optimizer state (not its
+        replay data), e.g. for ``evaluate_policy`` on a single env, ``save`` or the Hugging Face Hub.
+
+        :param index: the agent, in [0, n_agents)
+        """
+        if not self.independent_agents or self.n_agents is None:
+            raise ValueError("agent(index) needs a model created with independent_agents=True")
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < self.n_agents:
+            raise ValueError(f"index must be an integer in [0, {self.n_agents - 1}], got {index!r}")
+        skipped = {*self._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts"}
+        data = copy.deepcopy({key: value for key, value in self.__dict__.items() if key not in skipped})
+        single = type(self)(self.policy_class, env=None, _init_setup_model=False)
+        single.__dict__.update(data)
+        single.independent_agents, single.n_envs = False, 1
+        single.num_timesteps = self.agent_timesteps
+        single._setup_model()
+        model = self.policy.model
+        single.policy.model.load_state_dict(model.agent_state_dict(index))  # type: ignore[operator]
+        single.policy.alpha.copy_(self.policy.alpha)
+        state = self.policy.optimizer.state.get(model.flat)
+        if state:  # the agent's Adam moments and step count, for continued training
+            for name, param in single.policy.model.named_parameters():
+                single.policy.optimizer.state[param] = {
+                    "step": state["step"][index].detach().clone().to(th.float32),
+                    "exp_avg": model.view(name, state["exp_avg"])[index].clone(),
+                    "exp_avg_sq": model.view(name, state["exp_avg_sq"])[index].clone(),
+                }
+        return single
 
     # ----- save / load -----------------------------------------------------------------------
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_train_nominal"]
+        return [*super()._excluded_save_params(), "_train_nominal", "_device_sums", "_planner_calls", "_attempted_updates"]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         return ["policy", "policy.optimizer"], []

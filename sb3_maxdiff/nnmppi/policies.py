@@ -10,8 +10,27 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 
-from sb3_maxdiff.common.models import DynamicsRewardModel
+from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlanResult
+from sb3_maxdiff.common.optimizers import AgentAdam
+
+# torch.optim.Adam options that AgentAdam does not take (it is always one fused-by-shape update)
+_ADAM_IMPLEMENTATION_KWARGS = ("fused", "foreach", "capturable", "differentiable")
+
+
+def agent_optimizer(optimizer_class: type[th.optim.Optimizer], optimizer_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """
+    The keyword arguments of :class:`AgentAdam` for the optimizer asked for with independent agents (Adam
+    only: each agent needs its own step count and a per-agent skip of non-finite losses).
+    """
+    if optimizer_class not in (th.optim.Adam, AgentAdam):
+        raise ValueError(
+            f"optimizer_class must be torch.optim.Adam (or AgentAdam) with independent agents, got {optimizer_class.__name__}"
+        )
+    if optimizer_kwargs.get("amsgrad", False) or optimizer_kwargs.get("maximize", False):
+        raise ValueError("optimizer_kwargs: amsgrad and maximize are not supported with independent agents")
+    skipped = {*_ADAM_IMPLEMENTATION_KWARGS, "amsgrad", "maximize"}
+    return {key: value for key, value in optimizer_kwargs.items() if key not in skipped}
 
 
 class MPPIPolicy(BasePolicy):
@@ -33,6 +52,9 @@ class MPPIPolicy(BasePolicy):
     :param optimizer_class: model optimizer
     :param optimizer_kwargs: its keyword arguments (default: ``weight_decay=1e-4``, fused Adam)
     :param reward_discount: discount of the TD-like reward target (0.95 in the paper)
+    :param n_agents: None: one model for every environment. An int N: N independent agents, environment i
+        planned for and trained by agent i only (:class:`BatchedDynamicsRewardModel`, trained with
+        :class:`AgentAdam`, which takes the Adam settings of ``optimizer_kwargs``)
     :param normalize_images: kept for SB3 compatibility (observations are used as they are)
     """
 
@@ -47,11 +69,12 @@ class MPPIPolicy(BasePolicy):
         optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
         optimizer_kwargs: dict[str, Any] | None = None,
         reward_discount: float = 0.95,
+        n_agents: int | None = None,
         normalize_images: bool = True,
     ):
         if optimizer_kwargs is None:
             # the paper's weight decay; the fused Adam kernel saves ~70% of the optimizer time
-            optimizer_kwargs = {"weight_decay": 1e-4, "fused": optimizer_class is th.optim.Adam}
+            optimizer_kwargs = {"weight_decay": 1e-4, "fused": optimizer_class is th.optim.Adam and n_agents is None}
         super().__init__(
             observation_space,
             action_space,
@@ -63,13 +86,22 @@ class MPPIPolicy(BasePolicy):
         self.net_arch = [200, 200] if net_arch is None else list(net_arch)
         self.activation_fn = activation_fn
         self.reward_discount = reward_discount
-        obs_dim = int(np.prod(observation_space.shape))  # type: ignore[arg-type]
-        self.model = DynamicsRewardModel(
-            obs_dim, int(action_space.shape[0]), self.net_arch, activation_fn, 3e-3, reward_discount
-        )
+        self.n_agents = n_agents
+        obs_dim, action_dim = int(np.prod(observation_space.shape)), int(action_space.shape[0])  # type: ignore[arg-type,index]
+        self.model: DynamicsRewardModel
+        if n_agents is None:
+            self.model = DynamicsRewardModel(obs_dim, action_dim, self.net_arch, activation_fn, 3e-3, reward_discount)
+        else:
+            self.model = BatchedDynamicsRewardModel(
+                n_agents, obs_dim, action_dim, self.net_arch, activation_fn, 3e-3, reward_discount
+            )
         # weight of the path entropy; a buffer so that save/load keeps its current value
         self.register_buffer("alpha", th.zeros(()))
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        if n_agents is None:
+            self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        else:
+            kwargs = agent_optimizer(self.optimizer_class, self.optimizer_kwargs)
+            self.optimizer = AgentAdam(self.model.parameters(), lr=lr_schedule(1), **kwargs)
         self._warned_nonfinite = False
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
@@ -81,6 +113,7 @@ class MPPIPolicy(BasePolicy):
             optimizer_class=self.optimizer_class,
             optimizer_kwargs=self.optimizer_kwargs,
             reward_discount=self.reward_discount,
+            n_agents=self.n_agents,
             lr_schedule=self._dummy_schedule,  # type: ignore[attr-defined]
         )
         return data
@@ -92,21 +125,28 @@ class MPPIPolicy(BasePolicy):
         :param obs: observations, shape (E, *obs_shape)
         :param nominal: warm start from the previous call, shape (E, H, m); None means episode start
         :param episode_start: bool (E,), True where an episode starts
-        :return: normalised actions (E, m), the new warm start, planner statistics (on the CPU)
+        :return: normalised actions (E, m), the new warm start, planner statistics (E, 4), all on the
+            policy's device (nothing is copied to the host)
         """
         assert isinstance(obs, th.Tensor)
         obs = obs.float().flatten(start_dim=1)
+        if self.n_agents is not None and obs.shape[0] != self.n_agents:
+            raise ValueError(
+                f"observation must hold one row per independent agent ({self.n_agents}), got {obs.shape[0]} rows; "
+                "use model.agent(i) to act with one agent on its own"
+            )
         if nominal is None:
             nominal = self.planner.initial_nominal(obs.shape[0], obs.device)
-        result = self.planner.plan(self.model, obs, nominal, episode_start, self.alpha)
-        result = result._replace(stats=result.stats.cpu())
-        if not self._warned_nonfinite and bool(result.stat("nonfinite").any()):
+        return self.planner.plan(self.model, obs, nominal, episode_start, self.alpha)
+
+    def warn_nonfinite(self, n_nonfinite: float) -> None:
+        """Warn once that the model predicted non-finite values (``n_nonfinite`` > 0), read from the planner stats."""
+        if n_nonfinite > 0 and not self._warned_nonfinite:
             self._warned_nonfinite = True
             warnings.warn(
                 "The learned model predicted non-finite values: the affected samples got no weight and non-finite "
                 "planned actions were replaced by 0. Training continues; this warning is shown once."
             )
-        return result
 
     def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
         return self.plan(observation).actions
@@ -153,7 +193,8 @@ class MPPIPolicy(BasePolicy):
         if episode_start is not None:
             starts = th.as_tensor(np.asarray(episode_start, dtype=bool).reshape(n_envs), device=self.device)
         result = self.plan(obs_tensor, nominal, starts)
-        scaled = result.actions.cpu().numpy()
+        scaled, n_nonfinite = result.actions.cpu().numpy(), result.stat("nonfinite").sum().item()
+        self.warn_nonfinite(n_nonfinite)
         if self.planner.clip_samples:  # bounded semantics; otherwise the env applies or clips the raw action
             scaled = np.clip(scaled, -1.0, 1.0)
         actions = self.unscale_action(scaled)
