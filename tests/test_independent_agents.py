@@ -254,3 +254,25 @@ def test_bad_inputs():
         MaxDiffMPPI(POINT_MASS, independent_agents="yes")
     with pytest.raises(ValueError, match=r"optimizer_class must be torch.optim.Adam .* got SGD"):
         independent(policy_kwargs=dict(net_arch=[8], optimizer_class=th.optim.SGD))
+
+
+@pytest.mark.parametrize("independent_agents", [False, True])
+def test_training_step_reads_nothing_back_but_the_actions(monkeypatch, independent_agents):
+    """Planner statistics, losses and the non-finite guard stay on the device: one host copy per step, the actions."""
+    env = vec_env(3) if independent_agents else gym.make(POINT_MASS)
+    model = NNMPPI(env, independent_agents=independent_agents, seed=0, **TINY)
+    model.learn(3 * 30 if independent_agents else 30)
+    reads = {"cpu": 0, "item": 0, "tolist": 0, "__bool__": 0, "numpy": 0}
+    for name in reads:
+        original = getattr(th.Tensor, name)
+
+        def counted(self, *args, _name=name, _original=original, **kwargs):
+            reads[_name] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(th.Tensor, name, counted)
+    model._sample_action(0, n_envs=model.n_envs)
+    model.train(model.gradient_steps, model.batch_size)
+    monkeypatch.undo()
+    assert reads == {"cpu": 1, "item": 0, "tolist": 0, "__bool__": 0, "numpy": 1}
+    assert model._device_sums.sums["applied"].device == model.device

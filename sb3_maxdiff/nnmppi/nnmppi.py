@@ -438,6 +438,7 @@ class NNMPPI(OffPolicyAlgorithm):
             losses = sums["losses"] / np.maximum(applied, 1.0)  # (3,) or (3, N)
             for name, values in zip(("model_loss", "dynamics_loss", "reward_loss"), losses):
                 record(f"train/{name}", float(np.mean(values)))
+            record("train/model_log_std", float(self.policy.model.log_std.detach().mean()))
             if self.independent_agents:
                 for index, value in enumerate(losses[0]):
                     record(f"train/model_loss_agent_{index}", float(value))
