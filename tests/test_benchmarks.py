@@ -18,3 +18,16 @@ def test_benchmark_script_runs_with_a_tiny_budget(tmp_path):
     for key in ("plan_ms", "gemm_floor_ms", "mm_floor_ms", "plan_bf16_ms", "update_ms_2000", "step_ms_2000",
                 "baseline_plan_ms", "baseline_step_ms_2000"):  # fmt: skip
         assert row[key] > 0, key
+
+
+def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path):
+    """The seed-batching command of BENCHMARKS.md, with one round and a small replay column."""
+    out = tmp_path / "agents.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "agents.py"), "--configs", "point-mass", "--agents", "2",
+               "--calls", "1", "--fill", "500", "--json", str(out)]  # fmt: skip
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300).stdout
+    assert "| point-mass | 2 |" in printed
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["n_agents"] == 2
+    for key in ("batched_ms_per_agent_step", "sequential_ms_per_agent_step", "speedup"):
+        assert row[key] > 0, key

@@ -55,14 +55,14 @@ def check_net_arch(net_arch: list[int] | None) -> list[int]:
 
 
 # ----- the planner's fused rollout ---------------------------------------------------------------
-def _affine(inputs: th.Tensor, weight_t: th.Tensor, bias: th.Tensor) -> th.Tensor:
-    """``inputs @ weight_t + bias`` with W^T (in, out) and bias (out,), or batched: (N, in, out) and (N, 1, out)."""
-    return th.addmm(bias, inputs, weight_t) if weight_t.dim() == 2 else th.baddbmm(bias, inputs, weight_t)
-
-
-def _affine_(output: th.Tensor, inputs: th.Tensor, weight_t: th.Tensor) -> th.Tensor:
-    """``output += inputs @ weight_t``, in place (no new output tensor)."""
-    return output.addmm_(inputs, weight_t) if weight_t.dim() == 2 else output.baddbmm_(inputs, weight_t)
+def _affine(inputs: th.Tensor, weight_t: th.Tensor, bias: th.Tensor, out: th.Tensor | None = None) -> th.Tensor:
+    """
+    ``inputs @ weight_t + bias`` with W^T (in, out) and bias (out,), or batched: (N, in, out) and (N, 1, out);
+    into ``out`` when given.
+    """
+    if weight_t.dim() == 2:
+        return th.addmm(bias, inputs, weight_t) if out is None else th.addmm(bias, inputs, weight_t, out=out)
+    return th.baddbmm(bias, inputs, weight_t) if out is None else th.baddbmm(bias, inputs, weight_t, out=out)
 
 
 def _compute_params(params: list[LayerParams], dtype: th.dtype) -> list[LayerParams]:
@@ -80,11 +80,24 @@ def _pad_columns(weight_t: th.Tensor, bias: th.Tensor, multiple: int = 16) -> La
     return F.pad(weight_t, (0, extra)), F.pad(bias, (0, extra))
 
 
-def _mlp_tail(params: list[LayerParams], hidden: th.Tensor, activation: nn.Module) -> th.Tensor:
-    """Layers after the first: affine + activation, no activation after the output layer."""
-    for weight_t, bias in params[:-1]:
-        hidden = activation(_affine(hidden, weight_t, bias))
-    return _affine(hidden, *params[-1])
+def _mlp_tail(
+    params: list[LayerParams], hidden: th.Tensor, activation: nn.Module, outputs: list[th.Tensor] | None = None
+) -> th.Tensor:
+    """Layers after the first: affine + activation, no activation after the output layer (into ``outputs``, if given)."""
+    outputs = outputs or [None] * len(params)  # type: ignore[list-item]
+    for (weight_t, bias), out in zip(params[:-1], outputs):
+        hidden = activation(_affine(hidden, weight_t, bias, out))
+    return _affine(hidden, *params[-1], outputs[-1])
+
+
+def _layer_outputs(params: list[LayerParams], rows: tuple[int, ...], like: th.Tensor) -> list[th.Tensor] | None:
+    """
+    Preallocated outputs of the layers, reused at every step by the batched rollout: a fresh (N, B, width)
+    tensor per layer and step costs page faults on the CPU. None for one model (its outputs are small).
+    """
+    if len(rows) < 2:
+        return None
+    return [th.empty((*rows, weight_t.shape[-1]), dtype=like.dtype, device=like.device) for weight_t, _ in params]
 
 
 def fused_rollout(
@@ -122,23 +135,40 @@ def fused_rollout(
     first_weight_t = th.cat([dynamics[0][0], reward[0][0]], dim=-1)
     first_bias = th.cat([dynamics[0][1], reward[0][1]], dim=-1)
     dynamics_width = dynamics[0][0].shape[-1]
-    # action part of the first layers, every step at once: (*lead, H, B, width)
-    actions_by_step = actions.transpose(-2, -3).reshape(*lead, horizon * n_batch, action_dim).to(dtype)
-    action_part = _affine(actions_by_step, first_weight_t[..., obs_dim:, :], first_bias)
-    action_part = action_part.view(*lead, horizon, n_batch, -1)
-    state_weight_t = first_weight_t[..., :obs_dim, :]
-    # visited[t] is s_t; each step writes s_{t+1} in place, and s_H is never needed
-    visited = th.empty((horizon, *lead, n_batch, obs_dim), dtype=obs.dtype, device=obs.device)
+    if not lead:
+        # action part of the first layers, every step at once: (H, B, width); each step then adds its state part
+        # in place (no new output), and the visited states are written step by step into ``visited`` (H, B, n)
+        actions_by_step = actions.transpose(0, 1).reshape(horizon * n_batch, action_dim).to(dtype)
+        action_part = th.addmm(first_bias, actions_by_step, first_weight_t[obs_dim:]).view(horizon, n_batch, -1)
+        visited = th.empty((horizon, n_batch, obs_dim), dtype=obs.dtype, device=obs.device)
+
+        def first_layer(step: int) -> th.Tensor:
+            return action_part[step].addmm_(visited[step].to(dtype), first_weight_t[:obs_dim])
+
+    else:
+        # batched agents: step-major inputs [s_t, a_t] (H, N, B, n + m), one contiguous (N, B, n + m) block per
+        # step for one batched multiply (a split into state and action parts would need strided batches, which
+        # the CPU kernels copy); the states are written into the first n columns step by step
+        inputs = th.empty((horizon, *lead, n_batch, obs_dim + action_dim), dtype=obs.dtype, device=obs.device)
+        inputs[..., obs_dim:] = actions.permute(2, 0, 1, 3)
+        visited = inputs[..., :obs_dim]
+        # one output for every step: a fresh (N, B, width) tensor per step costs page faults on the CPU
+        first_output = th.empty((*lead, n_batch, first_weight_t.shape[-1]), dtype=dtype, device=obs.device)
+
+        def first_layer(step: int) -> th.Tensor:
+            return th.baddbmm(first_bias, inputs[step].to(dtype), first_weight_t, out=first_output)
+
+    # visited[t] is s_t; each step writes s_{t+1}, and s_H is never needed
     visited[0] = obs
+    reward_outputs = _layer_outputs(reward[1:], (*lead, n_batch), obs.to(dtype))
+    dynamics_outputs = _layer_outputs(dynamics[1:], (*lead, n_batch), obs.to(dtype))
     total_reward = th.zeros((*lead, n_batch, 1), dtype=obs.dtype, device=obs.device)
     for step in range(horizon):
-        state = visited[step]
-        # in place on this step's action part: no copy of it into a new output
-        hidden = activation(_affine_(action_part[..., step, :, :], state.to(dtype), state_weight_t))
-        total_reward += _mlp_tail(reward[1:], hidden[..., dynamics_width:], activation)
+        hidden = activation(first_layer(step))
+        total_reward += _mlp_tail(reward[1:], hidden[..., dynamics_width:], activation, reward_outputs)
         if step + 1 < horizon:
-            delta = _mlp_tail(dynamics[1:], hidden[..., :dynamics_width], activation)[..., :obs_dim]
-            th.add(state, delta, out=visited[step + 1]).clamp_(-state_bound, state_bound)
+            delta = _mlp_tail(dynamics[1:], hidden[..., :dynamics_width], activation, dynamics_outputs)[..., :obs_dim]
+            th.add(visited[step], delta, out=visited[step + 1]).clamp_(-state_bound, state_bound)
     return total_reward.squeeze(-1), visited.movedim(0, -2)
 
 
@@ -294,12 +324,29 @@ class BatchedDynamicsRewardModel(DynamicsRewardModel):
             offset += tensor.numel()
         self.flat = nn.Parameter(th.stack([th.cat([t.flatten() for t in single.state_dict().values()]) for single in singles]))
         self._n_layers = len(singles[0].dynamics)
+        self._split: dict[str, th.Tensor] | None = None
 
     def view(self, name: str, flat: th.Tensor | None = None) -> th.Tensor:
         """Every agent's copy of the single-model tensor ``name`` (e.g. "dynamics.0.weight"), shape (N, *shape)."""
+        if flat is None and self._split is not None:
+            return self._split[name]
         offset, shape = self.layout[name]
         flat = self.flat if flat is None else flat
         return flat[:, offset : offset + shape.numel()].view(flat.shape[0], *shape)
+
+    def loss(self, *batch: th.Tensor) -> ModelLosses:
+        """
+        The loss of every agent, shape (N,) each (see :meth:`DynamicsRewardModel.loss`). The tensors are cut
+        out of the flat parameter by one ``split`` for the whole loss, so that the backward pass gathers their
+        gradients in one concatenation instead of one zero-filled (N, P) tensor per view.
+        """
+        sizes = [shape.numel() for _, shape in self.layout.values()]
+        parts = self.flat.split(sizes, dim=1)
+        self._split = {name: part.view(self.n_agents, *shape) for (name, (_, shape)), part in zip(self.layout.items(), parts)}
+        try:
+            return super().loss(*batch)
+        finally:
+            self._split = None
 
     def layer_params(self, network: str) -> list[LayerParams]:
         return [(self.view(f"{network}.{i}.weight"), self.view(f"{network}.{i}.bias")) for i in range(self._n_layers)]

@@ -494,9 +494,11 @@ class NNMPPI(OffPolicyAlgorithm):
         data = copy.deepcopy({key: value for key, value in self.__dict__.items() if key not in skipped})
         single = type(self)(self.policy_class, env=None, _init_setup_model=False)
         single.__dict__.update(data)
-        single.independent_agents, single.n_envs = False, 1
+        single.independent_agents, single.n_envs, single.seed = False, 1, None  # no reseeding of the global RNGs
         single.num_timesteps = self.agent_timesteps
-        single._setup_model()
+        with th.random.fork_rng(devices=[]):  # the throw-away initial weights leave the torch stream as it was
+            single._setup_model()
+        single.seed = self.seed
         model = self.policy.model
         single.policy.model.load_state_dict(model.agent_state_dict(index))  # type: ignore[operator]
         single.policy.alpha.copy_(self.policy.alpha)
