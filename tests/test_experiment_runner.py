@@ -10,9 +10,10 @@ import pytest
 
 from sb3_maxdiff.experiments import execution
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
-from sb3_maxdiff.experiments.execution import RESULT_FILE, RunSpec, build_specs, execute_run, is_finished
+from sb3_maxdiff.experiments.execution import execute_run
 from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, _literal_policy_kwargs, cell_kwargs, get_budget
 from sb3_maxdiff.experiments.report import load_runs
+from sb3_maxdiff.experiments.specs import RESULT_FILE, RunSpec, build_specs, is_finished
 
 
 def _result(out, spec):

@@ -73,9 +73,9 @@ def test_value_at_holds_last_finished_episode():
 
 
 def test_curve_table_puts_ours_beside_the_published_training_returns():
-    from sb3_maxdiff.experiments.execution import build_specs
     from sb3_maxdiff.experiments.presets import PRESETS
     from sb3_maxdiff.experiments.report import Run, curve_table
+    from sb3_maxdiff.experiments.specs import build_specs
 
     specs = build_specs("point-mass-beta", "reduced", [0, 1], settings=["beta=0.01"], methods=["maxdiff"])
     steps = np.arange(1000, 10_001, 1000)

@@ -17,18 +17,13 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_maxdiff.experiments.algos import get_algo
 from sb3_maxdiff.experiments.execution import (
-    BATCH_FILE,
-    CHECKPOINT_FILE,
-    MODEL_FILE,
-    RESULT_FILE,
-    SPEC_FILE,
-    RunSpec,
     _check_same_spec,
     _ergodicity_logger,
     _make_env,
@@ -38,6 +33,15 @@ from sb3_maxdiff.experiments.execution import (
     _truncate_monitor,
     _write_json,
     execute_run,
+)
+from sb3_maxdiff.experiments.specs import (
+    BATCH_FILE,
+    CHECKPOINT_FILE,
+    MODEL_FILE,
+    MONITOR_FILE,
+    RESULT_FILE,
+    SPEC_FILE,
+    RunSpec,
 )
 from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 
@@ -90,7 +94,7 @@ class _BatchHook(BaseCallback):
 
 def _seeded_vec_env(specs: list[RunSpec], run_dirs: list[str], resume: bool) -> DummyVecEnv:
     def make(spec: RunSpec, run_dir: str) -> Any:
-        path = os.path.join(run_dir, "monitor.csv")
+        path = os.path.join(run_dir, MONITOR_FILE)
         return lambda: Monitor(_make_env(spec.env_id, spec), path, override_existing=not resume)
 
     return DummyVecEnv([make(spec, run_dir) for spec, run_dir in zip(specs, run_dirs)])
@@ -108,13 +112,13 @@ def train_batch(specs: list[RunSpec], out: str, counter: Any = None) -> None:
     directory = batch_dir(out, specs)
     os.makedirs(directory, exist_ok=True)
     pointer = os.path.join(directory, CHECKPOINT_FILE)
-    resume = os.path.exists(pointer) and all(os.path.exists(os.path.join(d, "monitor.csv")) for d in run_dirs)
+    resume = os.path.exists(pointer) and all(os.path.exists(os.path.join(d, MONITOR_FILE)) for d in run_dirs)
     algo, start = get_algo(first.method), time.perf_counter()
     if resume:
         with open(pointer) as file:
             checkpoint = json.load(file)
         for run_dir, episodes in zip(run_dirs, checkpoint["episodes"]):
-            _truncate_monitor(os.path.join(run_dir, "monitor.csv"), episodes)
+            _truncate_monitor(os.path.join(run_dir, MONITOR_FILE), episodes)
         env = _seeded_vec_env(specs, run_dirs, resume=True)
         stem = os.path.join(directory, f"checkpoint_{checkpoint['timesteps']}")
         model = algo.load(f"{stem}.zip", env=env, device=first.device)
@@ -148,8 +152,6 @@ def execute_batch(specs: list[RunSpec], out: str, counter: Any = None, threads: 
     Train the seeds of ``specs`` that have no model yet in one process, then evaluate and write every run
     as :func:`execute_run` does (finished runs are returned as they are).
     """
-    import torch as th
-
     th.set_num_threads(threads)
     untrained = [
         spec

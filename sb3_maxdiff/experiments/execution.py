@@ -1,131 +1,44 @@
 """
-One run of an experiment: its specification (:class:`RunSpec`, plain data that travels to worker
-processes and Ray nodes) and :func:`execute_run`, which trains, saves and evaluates it.
-
-Every run writes to its own folder ``<out>/<preset>/<budget>/<setting>/<method>/seed_<n>/``:
-``spec.json``, ``monitor.csv`` (multi-shot episodes) or ``windows.csv`` (single-shot windows),
-``model.zip``, and last ``result.json`` (evaluation episodes, final distance, timings), whose presence
-marks the run as finished. A multi-shot run also keeps a checkpoint (model and replay buffer, taken at
-the end of an episode) every ``checkpoint_every`` steps and continues from the latest one when it is
-run again.
+One run of an experiment (:func:`execute_run`): train, save and evaluate it into its folder (see
+:mod:`sb3_maxdiff.experiments.specs` for the files), resuming from what is on disk. A multi-shot run keeps a
+checkpoint (model and replay buffer, taken at the end of an episode) every ``checkpoint_every`` steps and
+continues from the latest one when it is run again.
 """
 
-import dataclasses
 import glob
 import json
 import os
-import re
 import time
-from collections.abc import Iterable
 from typing import Any
 
-from sb3_maxdiff.experiments.presets import cell_kwargs, get_budget, get_preset
+import gymnasium as gym
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.monitor import Monitor
 
-RESULT_FILE = "result.json"
-SPEC_FILE = "spec.json"
-MODEL_FILE = "model.zip"
-CHECKPOINT_FILE = "checkpoint.json"
-# written by a seed-batched training (experiments/batched.py): its time and seeds, read into result.json
-BATCH_FILE = "batch.json"
-ERGODICITY_FILE = "ergodicity.csv"
-# ergodicity diagnostics of the point mass's training paths: (x, y) on a 20 x 20 grid over its +/-5 box
-POINT_MASS_ERGODICITY = dict(dims=[0, 1], low=[-5.0, -5.0], high=[5.0, 5.0], bins=20)
+import sb3_maxdiff  # noqa: F401  (registers the environments)
+from sb3_maxdiff.common.callbacks import ErgodicityLogger
+from sb3_maxdiff.experiments.algos import get_algo
+from sb3_maxdiff.experiments.single_shot import learn_single_shot, make_single_shot_env
+from sb3_maxdiff.experiments.specs import (
+    BATCH_FILE,
+    CHECKPOINT_FILE,
+    ERGODICITY_FILE,
+    MODEL_FILE,
+    MONITOR_FILE,
+    POINT_MASS_ERGODICITY,
+    RESULT_FILE,
+    SPEC_FILE,
+    WINDOWS_FILE,
+    RunSpec,
+    build_specs,
+    is_finished,
+    read_windows,
+)
 
-
-@dataclasses.dataclass(frozen=True)
-class RunSpec:
-    """Everything one run needs; plain data, so that it travels to worker processes and Ray nodes."""
-
-    preset: str
-    budget: str
-    setting: str
-    method: str
-    seed: int
-    env_id: str
-    algo_kwargs: dict[str, Any]
-    steps: int
-    single_shot: bool = False
-    eval_env_ids: tuple[str, ...] = ()
-    eval_episodes: int = 10
-    window: int = 1000
-    max_episode_steps: int | None = None
-    checkpoint_every: int = 0
-    device: str = "cpu"
-
-    @property
-    def relpath(self) -> str:
-        setting = re.sub(r"[^\w.=-]+", "_", self.setting)
-        return os.path.join(self.preset, self.budget, setting, self.method, f"seed_{self.seed}")
-
-    @property
-    def work(self) -> int:
-        """Environment steps of training plus (at most) of evaluation: the unit of the progress display."""
-        return self.steps + len(self.eval_env_ids) * self.eval_episodes * (self.max_episode_steps or 1000)
-
-    @property
-    def name(self) -> str:
-        return f"{self.setting} / {self.method} / seed {self.seed}"
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "RunSpec":
-        return cls(**{**data, "eval_env_ids": tuple(data["eval_env_ids"])})
-
-
-def build_specs(
-    preset_name: str,
-    budget_name: str,
-    seeds: Iterable[int],
-    settings: list[str] | None = None,
-    methods: list[str] | None = None,
-    device: str = "cpu",
-    steps: int | None = None,
-) -> list[RunSpec]:
-    """
-    The runs of a preset, seed-major (every cell's seed 0, then every cell's seed 1, ...), so that a
-    sweep stopped half-way has complete seeds rather than complete cells.
-
-    :param steps: environment steps per run instead of the budget's; the runs are then labelled
-        ``<budget>-<steps>-steps`` (their own folder and report) so they never mix with the budget's
-    """
-    preset, budget = get_preset(preset_name), get_budget(budget_name)
-    if steps is not None and steps < 1:
-        raise ValueError(f"steps must be a positive number of environment steps, got {steps}")
-    label = budget_name if steps is None else f"{budget_name}-{steps}-steps"
-    for given, known, what in ((settings, preset.settings, "settings"), (methods, preset.methods, "methods")):
-        unknown = sorted(set(given or ()) - set(known))
-        if unknown:
-            raise ValueError(f"{what} of preset {preset_name!r} are {known}, got unknown {unknown}")
-    cells = [
-        cell for cell in preset.cells if (not settings or cell.setting in settings) and (not methods or cell.method in methods)
-    ]
-    return [
-        RunSpec(
-            preset=preset.name,
-            budget=label,
-            setting=cell.setting,
-            method=cell.method,
-            seed=seed,
-            env_id=cell.env_id,
-            algo_kwargs=cell_kwargs(cell, budget),
-            steps=budget.steps[cell.family] if steps is None else steps,
-            single_shot=cell.single_shot,
-            eval_env_ids=() if cell.single_shot else (cell.eval_env_ids or (cell.env_id,)),
-            eval_episodes=budget.eval_episodes,
-            window=budget.window,
-            max_episode_steps=budget.max_episode_steps,
-            checkpoint_every=0 if cell.single_shot else budget.checkpoint_every,
-            device=device,
-        )
-        for seed in seeds
-        for cell in cells
-    ]
-
-
-def is_finished(out: str, spec: RunSpec) -> bool:
-    return os.path.exists(os.path.join(out, spec.relpath, RESULT_FILE))
+__all__ = ["RESULT_FILE", "RunSpec", "build_specs", "execute_run", "is_finished"]
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -137,11 +50,6 @@ def _write_json(path: str, data: Any) -> None:
 
 
 def _make_env(env_id: str, spec: RunSpec) -> Any:
-    import gymnasium as gym
-
-    import sb3_maxdiff  # noqa: F401  (registers the environments)
-    from sb3_maxdiff.experiments.single_shot import make_single_shot_env
-
     if spec.single_shot:
         return make_single_shot_env(env_id)
     kwargs = {} if spec.max_episode_steps is None else {"max_episode_steps": spec.max_episode_steps}
@@ -170,8 +78,6 @@ def _ergodicity_logger(
 
     :param env_index: the environment of this run in a seed-batched VecEnv (None: a run of its own)
     """
-    from sb3_maxdiff.common.callbacks import ErgodicityLogger
-
     if spec.single_shot or "PointMass" not in spec.env_id:
         return None
     path = os.path.join(run_dir, ERGODICITY_FILE)
@@ -192,46 +98,43 @@ def _ergodicity_logger(
     return logger
 
 
-def _callbacks(run_dir: str, spec: RunSpec, progress: _Progress, episodes_before: int, steps_before: int) -> list:
-    from stable_baselines3.common.callbacks import BaseCallback
+class _RunHook(BaseCallback):
+    """Progress, episode count and the checkpoints (at the end of an episode) of one run."""
 
-    ergodicity = _ergodicity_logger(run_dir, spec, steps_before)
+    def __init__(self, run_dir: str, spec: RunSpec, progress: _Progress, episodes_before: int, ergodicity: Any):
+        super().__init__()
+        self.run_dir, self.spec, self.progress, self.ergodicity = run_dir, spec, progress, ergodicity
+        self.episodes = episodes_before
+        self.last_checkpoint = 0
 
-    class StepHook(BaseCallback):
-        def __init__(self) -> None:
-            super().__init__()
-            self.episodes = episodes_before
-            self.last_checkpoint = 0
+    def _on_training_start(self) -> None:
+        self.last_checkpoint = self.num_timesteps
 
-        def _on_training_start(self) -> None:
-            self.last_checkpoint = self.num_timesteps
-
-        def _on_step(self) -> bool:
-            progress()
-            if spec.single_shot or not self.locals["dones"][0]:
-                return True
-            self.episodes += 1
-            if spec.checkpoint_every and self.num_timesteps - self.last_checkpoint >= spec.checkpoint_every:
-                extra = {} if ergodicity is None else {"visited_cells": sorted(ergodicity.visited)}
-                _save_checkpoint(run_dir, self.model, self.episodes, extra)
-                self.last_checkpoint = self.num_timesteps
+    def _on_step(self) -> bool:
+        self.progress()
+        if self.spec.single_shot or not self.locals["dones"][0]:
             return True
+        self.episodes += 1
+        if self.spec.checkpoint_every and self.num_timesteps - self.last_checkpoint >= self.spec.checkpoint_every:
+            extra = {} if self.ergodicity is None else {"visited_cells": sorted(self.ergodicity.visited)}
+            _save_checkpoint(self.run_dir, self.model, self.episodes, extra)
+            self.last_checkpoint = self.num_timesteps
+        return True
 
+
+def _callbacks(run_dir: str, spec: RunSpec, progress: _Progress, episodes_before: int, steps_before: int) -> list:
+    ergodicity = _ergodicity_logger(run_dir, spec, steps_before)
+    hook = _RunHook(run_dir, spec, progress, episodes_before, ergodicity)
     # the diagnostics see an episode's end before the checkpoint is written
-    return [StepHook()] if ergodicity is None else [ergodicity, StepHook()]
+    return [hook] if ergodicity is None else [ergodicity, hook]
 
 
 def _ergodicity_summary(run_dir: str) -> dict[str, float] | None:
     """Final coverage and per-episode medians of the MSD exponent and autocorrelation time, from ``ergodicity.csv``."""
-    import csv
-
-    import numpy as np
-
     path = os.path.join(run_dir, ERGODICITY_FILE)
     if not os.path.exists(path):
         return None
-    with open(path) as file:
-        rows = list(csv.DictReader(file))
+    rows = read_windows(path)  # a plain CSV with a header, like windows.csv
     if not rows:
         return None
     return {
@@ -271,13 +174,9 @@ def _truncate_monitor(path: str, episodes: int) -> None:
 
 def _build_or_resume(run_dir: str, spec: RunSpec) -> tuple[Any, int, int]:
     """The model to train (fresh, or the latest checkpoint with its replay buffer), its steps and episodes."""
-    from stable_baselines3.common.monitor import Monitor
-
-    from sb3_maxdiff.experiments.algos import get_algo
-
     algo = get_algo(spec.method)
     pointer = os.path.join(run_dir, CHECKPOINT_FILE)
-    monitor_path = os.path.join(run_dir, "monitor.csv")
+    monitor_path = os.path.join(run_dir, MONITOR_FILE)
     if spec.single_shot:
         return algo("MlpPolicy", _make_env(spec.env_id, spec), seed=spec.seed, device=spec.device, **spec.algo_kwargs), 0, 0
     if os.path.exists(pointer) and os.path.exists(monitor_path):
@@ -297,9 +196,6 @@ def _build_or_resume(run_dir: str, spec: RunSpec) -> tuple[Any, int, int]:
 
 def _evaluate(model: Any, spec: RunSpec, progress: _Progress) -> dict[str, list[float]]:
     """Returns of ``spec.eval_episodes`` episodes of the final policy on each evaluation environment."""
-    from stable_baselines3.common.evaluation import evaluate_policy
-    from stable_baselines3.common.monitor import Monitor
-
     returns = {}
     for index, env_id in enumerate(spec.eval_env_ids):
         env = Monitor(_make_env(env_id, spec))
@@ -318,8 +214,6 @@ def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1) 
     finished run is returned as it is, a trained but unevaluated model is evaluated, a checkpoint is
     trained on from.
     """
-    import torch as th
-
     run_dir = os.path.join(out, spec.relpath)
     result_path = os.path.join(run_dir, RESULT_FILE)
     if os.path.exists(result_path):
@@ -333,8 +227,6 @@ def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1) 
     model_path = os.path.join(run_dir, MODEL_FILE)
     result: dict[str, Any] = {"spec": spec.to_json()}
     if os.path.exists(model_path):
-        from sb3_maxdiff.experiments.algos import get_algo
-
         model = get_algo(spec.method).load(model_path, device=spec.device)
         result["resumed_from_steps"] = spec.steps
         batch_path = os.path.join(run_dir, BATCH_FILE)
@@ -346,9 +238,7 @@ def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1) 
         result["resumed_from_steps"] = done_steps
         callbacks = _callbacks(run_dir, spec, progress, episodes, done_steps)
         if spec.single_shot:
-            from sb3_maxdiff.experiments.single_shot import learn_single_shot
-
-            single = learn_single_shot(model, spec.steps, spec.window, os.path.join(run_dir, "windows.csv"), callbacks)
+            single = learn_single_shot(model, spec.steps, spec.window, os.path.join(run_dir, WINDOWS_FILE), callbacks)
             result.update(window_returns=single.window_returns, final_distance=single.final_distance)
         else:
             model.learn(spec.steps - done_steps, callback=callbacks, reset_num_timesteps=done_steps == 0)
@@ -359,7 +249,10 @@ def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1) 
     if ergodicity is not None:
         result["ergodicity"] = ergodicity
     if spec.single_shot and "window_returns" not in result:
-        result.update(_read_windows(os.path.join(run_dir, "windows.csv")))
+        rows = read_windows(os.path.join(run_dir, WINDOWS_FILE))
+        result.update(
+            window_returns=[float(row["window_return"]) for row in rows], final_distance=float(rows[-1]["x_distance"])
+        )
     start = time.perf_counter()
     result["eval_returns"] = _evaluate(model, spec, progress)
     result["eval_seconds"] = time.perf_counter() - start
@@ -378,11 +271,3 @@ def _check_same_spec(path: str, spec: RunSpec) -> None:
             f"{os.path.dirname(path)} holds a run started with other settings; "
             "delete that folder or choose another --out to start it afresh"
         )
-
-
-def _read_windows(path: str) -> dict[str, Any]:
-    import csv
-
-    with open(path) as file:
-        rows = list(csv.DictReader(file))
-    return {"window_returns": [float(row["window_return"]) for row in rows], "final_distance": float(rows[-1]["x_distance"])}

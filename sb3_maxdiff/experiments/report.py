@@ -8,7 +8,6 @@ charts of the final evaluation), written next to the runs.
 """
 
 import argparse
-import csv
 import itertools
 import json
 import math
@@ -18,8 +17,16 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sb3_maxdiff.experiments.execution import POINT_MASS_ERGODICITY, RESULT_FILE, RunSpec
 from sb3_maxdiff.experiments.presets import METHOD_LABELS, PRESETS, Preset
+from sb3_maxdiff.experiments.specs import (
+    MONITOR_FILE,
+    POINT_MASS_ERGODICITY,
+    RESULT_FILE,
+    WINDOWS_FILE,
+    RunSpec,
+    read_monitor,
+    read_windows,
+)
 from sb3_maxdiff.experiments.stats import compare, format_pvalue, summarize, welch_ttest
 
 
@@ -35,11 +42,9 @@ class Run(NamedTuple):
 def _read_curve(run_dir: str, spec: RunSpec) -> tuple[np.ndarray, np.ndarray]:
     """Episode (multi-shot) or window (single-shot) returns, at the step count where each ended."""
     if spec.single_shot:
-        with open(os.path.join(run_dir, "windows.csv")) as file:
-            rows = list(csv.DictReader(file))
+        rows = read_windows(os.path.join(run_dir, WINDOWS_FILE))
         return np.array([int(row["timesteps"]) for row in rows]), np.array([float(row["window_return"]) for row in rows])
-    with open(os.path.join(run_dir, "monitor.csv")) as file:
-        rows = list(csv.DictReader(line for line in file if not line.startswith("#")))
+    rows = read_monitor(os.path.join(run_dir, MONITOR_FILE))
     return np.cumsum([int(row["l"]) for row in rows]), np.array([float(row["r"]) for row in rows])
 
 

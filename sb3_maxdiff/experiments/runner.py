@@ -20,8 +20,10 @@ import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
-from sb3_maxdiff.experiments.execution import RESULT_FILE, RunSpec, build_specs, execute_run, is_finished
+from sb3_maxdiff.experiments.batched import execute_batch, group_batches
+from sb3_maxdiff.experiments.execution import execute_run
 from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, get_budget
+from sb3_maxdiff.experiments.specs import RESULT_FILE, RunSpec, build_specs, is_finished
 
 
 def _init_worker(counter: Any) -> None:
@@ -37,8 +39,6 @@ def _local_task(specs: list[RunSpec], out: str, threads: int) -> list[dict[str, 
     try:
         if len(specs) == 1:
             return [execute_run(specs[0], out, _worker_counter, threads)]
-        from sb3_maxdiff.experiments.batched import execute_batch
-
         return execute_batch(specs, out, _worker_counter, threads)
     except Exception:
         text = traceback.format_exc()
@@ -204,8 +204,6 @@ def run_specs(
             raise ValueError("batch_seeds runs locally; leave out ray_address (or batch_seeds)")
         return skipped, run_ray(todo, out, ray_address, threads)
     if batch_seeds:
-        from sb3_maxdiff.experiments.batched import group_batches
-
         groups = group_batches(todo)
     else:
         groups = [[spec] for spec in todo]
