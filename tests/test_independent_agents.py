@@ -290,3 +290,19 @@ def test_agent_extraction_leaves_the_random_streams_alone():
     np.random.seed(11)
     np.testing.assert_array_equal(after[0].numpy(), th.rand(3).numpy())
     np.testing.assert_array_equal(after[1], np.random.rand(3))
+
+
+def test_gradient_steps_minus_one_counts_each_agents_steps():
+    model = independent(NNMPPI, gradient_steps=-1, learning_starts=10)
+    model.learn(3 * 20)
+    assert model._n_updates == 20 - 10  # one update per agent step after learning_starts, not three
+
+
+def test_vec_normalize_is_refused():
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    with pytest.raises(ValueError, match="cannot train on a VecNormalize env"):
+        MaxDiffMPPI(VecNormalize(vec_env(2)), independent_agents=True, **TINY)
+    model = independent(n_envs=2)
+    with pytest.raises(ValueError, match="cannot train on a VecNormalize env"):
+        model.set_env(VecNormalize(vec_env(2)))

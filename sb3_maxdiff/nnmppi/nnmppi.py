@@ -23,7 +23,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
-from stable_baselines3.common.vec_env import VecEnv
+from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.entropy import PathEntropy
@@ -262,7 +262,13 @@ class NNMPPI(OffPolicyAlgorithm):
         """Environment steps taken by each agent (``num_timesteps`` unless the agents are independent)."""
         return self.num_timesteps // self.n_envs if self.independent_agents else self.num_timesteps
 
-    def _check_agent_count(self, n_envs: int) -> None:
+    def _check_agent_count(self, n_envs: int, vec_normalize: object = None) -> None:
+        """Independent agents need one environment each, and no statistics shared between environments."""
+        if self.independent_agents and (vec_normalize or self._vec_normalize_env) is not None:
+            raise ValueError(
+                "independent_agents=True cannot train on a VecNormalize env: its running statistics are shared by "
+                "all environments, so the agents would not be independent; normalise each environment on its own"
+            )
         if self.independent_agents and self.n_agents is not None and n_envs != self.n_agents:
             raise ValueError(
                 f"env must have {self.n_agents} environments, one per independent agent of this model, got {n_envs}; "
@@ -391,6 +397,9 @@ class NNMPPI(OffPolicyAlgorithm):
     def train(self, gradient_steps: int, batch_size: int = 128) -> None:
         if self.replay_buffer.size() < 1 or self.agent_timesteps <= self.learning_starts:
             return
+        if self.independent_agents and self.gradient_steps < 0:
+            # SB3 passes the steps collected by all environments; each agent collected one N-th of them
+            gradient_steps = max(gradient_steps // self.n_envs, 1)
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         # one draw for all gradient steps: a single host-to-device copy
@@ -474,8 +483,8 @@ class NNMPPI(OffPolicyAlgorithm):
 
     # ----- independent agents ----------------------------------------------------------------
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
-        n_envs = env.num_envs if isinstance(env, VecEnv) else 1
-        self._check_agent_count(n_envs)
+        is_vec_env = isinstance(env, VecEnv)
+        self._check_agent_count(env.num_envs if is_vec_env else 1, unwrap_vec_normalize(env) if is_vec_env else None)
         super().set_env(env, force_reset)
 
     def agent(self: SelfNNMPPI, index: int) -> SelfNNMPPI:
