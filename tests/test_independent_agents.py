@@ -306,3 +306,14 @@ def test_vec_normalize_is_refused():
     model = independent(n_envs=2)
     with pytest.raises(ValueError, match="cannot train on a VecNormalize env"):
         model.set_env(VecNormalize(vec_env(2)))
+
+
+@pytest.mark.skipif(not th.cuda.is_available(), reason="CUDA not available")
+def test_cuda_run():
+    model = independent(device="cuda")
+    model.learn(3 * 40)
+    assert model.policy.model.flat.device.type == "cuda"
+    actions, _ = model.predict(np.zeros((3, 4), dtype=np.float32))
+    assert actions.shape == (3, 2) and np.all(np.isfinite(actions))
+    single = model.agent(1)
+    assert single.policy.model.dynamics[0].weight.device.type == "cuda"
