@@ -85,8 +85,8 @@ def _ordered(preset: Preset | None, runs: list[Run]) -> tuple[list[str], list[st
     return settings, methods
 
 
-def _fmt(mean: float, std: float) -> str:
-    return "n/a" if math.isnan(mean) else f"{mean:.1f} +/- {std:.1f}"
+def _fmt(mean: float, std: float, digits: int = 1) -> str:
+    return "n/a" if math.isnan(mean) else f"{mean:.{digits}f} +/- {std:.{digits}f}"
 
 
 def _welch_cell(result: Any) -> str:
@@ -241,9 +241,10 @@ def ergodicity_table(preset: Preset | None, runs: list[Run]) -> list[str]:
         summaries = [run.result["ergodicity"] for run in cells.get((setting, method), []) if "ergodicity" in run.result]
         if not summaries:
             continue
+        # coverage is a fraction of cells and the exponent lies near 1 to 2: they need more digits than the time
         columns = [
-            _fmt(*summarize([summary[name] for summary in summaries if not math.isnan(summary[name])])[:2])
-            for name in ("coverage", "msd_exponent", "autocorr_time")
+            _fmt(*summarize([summary[name] for summary in summaries if not math.isnan(summary[name])])[:2], digits)
+            for name, digits in (("coverage", 3), ("msd_exponent", 2), ("autocorr_time", 1))
         ]
         rows.append(f"| {setting} | {METHOD_LABELS.get(method, method)} | {len(summaries)} | " + " | ".join(columns) + " |")
     if not rows:
