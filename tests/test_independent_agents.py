@@ -317,3 +317,20 @@ def test_cuda_run():
     assert actions.shape == (3, 2) and np.all(np.isfinite(actions))
     single = model.agent(1)
     assert single.policy.model.dynamics[0].weight.device.type == "cuda"
+
+
+def test_one_independent_agent_is_the_single_agent_path():
+    """With one environment, independent_agents=True trains exactly as independent_agents=False."""
+    runs = []
+    for independent_agents in (False, True):
+        model = MaxDiffMPPI(vec_env(1), independent_agents=independent_agents, seed=0, **TINY)
+        model.learn(60)
+        runs.append(model)
+    plain, one_agent = runs
+    assert type(one_agent.policy.model) is DynamicsRewardModel and one_agent.agent_timesteps == 60
+    for p1, p2 in zip(plain.policy.parameters(), one_agent.policy.parameters()):
+        assert th.equal(p1, p2)
+    single = one_agent.agent(0)
+    for p1, p2 in zip(single.policy.parameters(), one_agent.policy.parameters()):
+        assert th.equal(p1, p2)
+    assert single.policy.optimizer.state_dict()["state"].keys() == one_agent.policy.optimizer.state_dict()["state"].keys()

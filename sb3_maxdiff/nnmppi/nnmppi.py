@@ -258,6 +258,11 @@ class NNMPPI(OffPolicyAlgorithm):
         return get_flattened_obs_dim(self.observation_space)
 
     @property
+    def _batched(self) -> bool:
+        """Whether the agents are batched in one model (independent agents, more than one)."""
+        return self.n_agents is not None and self.n_agents > 1
+
+    @property
     def agent_timesteps(self) -> int:
         """Environment steps taken by each agent (``num_timesteps`` unless the agents are independent)."""
         return self.num_timesteps // self.n_envs if self.independent_agents else self.num_timesteps
@@ -297,7 +302,8 @@ class NNMPPI(OffPolicyAlgorithm):
             self.action_space,
             self.lr_schedule,
             planner=self._make_planner(),
-            n_agents=self.n_agents,
+            # one agent alone is the plain single-model path, with the same results as independent_agents=False
+            n_agents=self.n_agents if self._batched else None,
             **self.policy_kwargs,
         ).to(self.device)
         self._convert_train_freq()
@@ -404,7 +410,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self._update_learning_rate(self.policy.optimizer)
         # one draw for all gradient steps: a single host-to-device copy
         n_rows = batch_size * gradient_steps
-        if self.independent_agents:
+        if self._batched:
             data = self.replay_buffer.sample_per_env(n_rows, env=self._vec_normalize_env)
         else:
             data = self.replay_buffer.sample(n_rows, env=self._vec_normalize_env)
@@ -449,7 +455,7 @@ class NNMPPI(OffPolicyAlgorithm):
                 record(f"train/{name}", float(np.mean(values)))
             record("train/model_log_std", float(self.policy.model.log_std.detach().mean()))
             if self.independent_agents:
-                for index, value in enumerate(losses[0]):
+                for index, value in enumerate(np.atleast_1d(losses[0])):
                     record(f"train/model_loss_agent_{index}", float(value))
         if self.independent_agents and self._agent_returns is not None:
             for index, value in enumerate(self._agent_returns):
@@ -509,8 +515,12 @@ class NNMPPI(OffPolicyAlgorithm):
             single._setup_model()
         single.seed = self.seed
         model = self.policy.model
-        single.policy.model.load_state_dict(model.agent_state_dict(index))  # type: ignore[operator]
         single.policy.alpha.copy_(self.policy.alpha)
+        if not self._batched:  # one agent: the model and optimizer are already those of a single agent
+            single.policy.model.load_state_dict(model.state_dict())
+            single.policy.optimizer.load_state_dict(self.policy.optimizer.state_dict())
+            return single
+        single.policy.model.load_state_dict(model.agent_state_dict(index))  # type: ignore[operator]
         state = self.policy.optimizer.state.get(model.flat)
         if state:  # the agent's Adam moments and step count, for continued training
             for name, param in single.policy.model.named_parameters():
