@@ -16,35 +16,9 @@ import platform
 
 import numpy as np
 import torch as th
-from run import CONFIGS, Config, fill_replay_buffer, interleaved_medians
-from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.logger import configure
+from run import CONFIGS, Config, fill_replay_buffer, interleaved_medians, make_algorithm
 
-import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff import MaxDiffMPPI
-
-
-def make_model(config: Config, n_envs: int, independent: bool, device: str, buffer_size: int) -> MaxDiffMPPI:
-    model = MaxDiffMPPI(
-        make_vec_env(config.env_id, n_envs=n_envs, seed=0),
-        independent_agents=independent,
-        horizon=config.horizon,
-        n_samples=config.n_samples,
-        batch_size=config.batch_size,
-        gradient_steps=config.gradient_steps,
-        explr_dims=config.explr_dims,
-        explr_weights=config.explr_weights,
-        buffer_size=buffer_size,
-        learning_starts=0,
-        policy_kwargs=dict(net_arch=config.net_arch),
-        device=device,
-        seed=0,
-    )
-    model.set_logger(configure(None, [""]))
-    model._last_obs = model.env.reset()  # type: ignore[union-attr,assignment]
-    model._last_episode_starts = np.zeros(n_envs, dtype=bool)
-    model.num_timesteps = 1_000 * n_envs  # past learning_starts, per agent
-    return model
 
 
 def training_step(model: MaxDiffMPPI, config: Config):
@@ -58,9 +32,9 @@ def training_step(model: MaxDiffMPPI, config: Config):
 def measure(name: str, n_agents: int, args: argparse.Namespace) -> dict:
     config = CONFIGS[name]
     rng = np.random.default_rng(0)
-    batched = make_model(config, n_agents, True, args.device, args.fill)
+    batched = make_algorithm(config, args.device, args.fill, n_envs=n_agents, independent_agents=True)
     fill_replay_buffer(batched, args.fill, rng)
-    singles = [make_model(config, 1, False, args.device, args.fill) for _ in range(n_agents)]
+    singles = [make_algorithm(config, args.device, args.fill) for _ in range(n_agents)]
     for single in singles:
         fill_replay_buffer(single, args.fill, rng)
     steps = [training_step(single, config) for single in singles]

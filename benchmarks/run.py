@@ -27,6 +27,7 @@ from functools import partial
 import numpy as np
 import torch as th
 from baseline import BaselineModel, BaselinePlanner, PermutationReplay, baseline_update
+from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 
 import sb3_maxdiff  # noqa: F401  (registers the environments)
@@ -92,9 +93,18 @@ def fill_replay_buffer(model: MaxDiffMPPI, fill: int, rng: np.random.Generator) 
     buffer.pos = fill % buffer.buffer_size
 
 
-def make_algorithm(config: Config, device: str, buffer_size: int, planner_dtype: str = "float32") -> MaxDiffMPPI:
+def make_algorithm(
+    config: Config,
+    device: str,
+    buffer_size: int,
+    planner_dtype: str = "float32",
+    n_envs: int = 1,
+    independent_agents: bool = False,
+) -> MaxDiffMPPI:
+    """The algorithm at ``config``, ready to plan and train: observations reset, past ``learning_starts``."""
     model = MaxDiffMPPI(
-        config.env_id,
+        make_vec_env(config.env_id, n_envs=n_envs, seed=0),
+        independent_agents=independent_agents,
         horizon=config.horizon,
         n_samples=config.n_samples,
         batch_size=config.batch_size,
@@ -110,7 +120,8 @@ def make_algorithm(config: Config, device: str, buffer_size: int, planner_dtype:
     )
     model.set_logger(configure(None, [""]))
     model._last_obs = model.env.reset()  # type: ignore[union-attr,assignment]
-    model._last_episode_starts = np.zeros(1, dtype=bool)
+    model._last_episode_starts = np.zeros(n_envs, dtype=bool)
+    model.num_timesteps = 1_000 * n_envs  # past learning_starts, per agent
     return model
 
 

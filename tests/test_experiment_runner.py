@@ -26,6 +26,22 @@ def _monitor_rows(out, spec):
         return list(csv.DictReader(line for line in file if not line.startswith("#")))
 
 
+class Killed(Exception):
+    """Stands for the process being killed mid-run."""
+
+
+def kill_after_progress_calls(monkeypatch, n_calls: int) -> None:
+    """Raise :class:`Killed` at the ``n_calls``-th progress call (one per environment step and environment)."""
+    calls = {"n": 0}
+
+    def step_then_die(self):
+        calls["n"] += 1
+        if calls["n"] == n_calls:
+            raise Killed
+
+    monkeypatch.setattr(execution._Progress, "__call__", step_then_die)
+
+
 @pytest.mark.parametrize("budget", BUDGETS)
 def test_every_preset_resolves_its_hyperparameters(budget):
     for preset in PRESETS.values():
@@ -116,17 +132,7 @@ def test_interrupted_run_continues_from_its_checkpoint(tmp_path, monkeypatch):
     spec = RunSpec(**{**spec.to_json(), "checkpoint_every": 100, "eval_env_ids": tuple(spec.eval_env_ids)})
     out = str(tmp_path)
 
-    class Killed(Exception):
-        pass
-
-    calls = {"n": 0}
-
-    def step_then_die(self):
-        calls["n"] += 1
-        if calls["n"] == 250:
-            raise Killed
-
-    monkeypatch.setattr(execution._Progress, "__call__", step_then_die)
+    kill_after_progress_calls(monkeypatch, 250)
     with pytest.raises(Killed):
         execute_run(spec, out)
     run_dir = tmp_path / spec.relpath
@@ -302,17 +308,7 @@ def test_interrupted_batch_continues_from_its_checkpoint(tmp_path, monkeypatch):
     ]
     out = str(tmp_path)
 
-    class Killed(Exception):
-        pass
-
-    calls = {"n": 0}
-
-    def step_then_die(self):
-        calls["n"] += 1
-        if calls["n"] == 2 * 250:  # two agents: two calls per step
-            raise Killed
-
-    monkeypatch.setattr(execution._Progress, "__call__", step_then_die)
+    kill_after_progress_calls(monkeypatch, 2 * 250)  # two agents: two progress calls per step
     with pytest.raises(Killed):
         execute_batch(specs, out)
     checkpoint = json.loads((tmp_path / batch_dir(out, specs) / "checkpoint.json").read_text())
