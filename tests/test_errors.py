@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
+from sb3_maxdiff.nnmppi.policies import MPPIPolicy
 
 POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
 
@@ -79,6 +80,14 @@ def test_bad_planner_parameters(algo, kwargs, match):
 def test_bad_maxdiff_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         MaxDiffMPPI(POINT_MASS, **kwargs)
+
+
+@pytest.mark.parametrize("planner_kwargs, match", [(dict(horizon=0), "horizon"), (dict(noise_std=-1.0), "noise_std")])
+def test_policy_built_directly_checks_its_planner(planner_kwargs, match):
+    env = gym.make(POINT_MASS)
+    settings = {**dict(horizon=5, n_samples=8, temperature=0.5, noise_std=0.3), **planner_kwargs}
+    with pytest.raises(ValueError, match=match):
+        MPPIPolicy(env.observation_space, env.action_space, lambda _: 1e-3, planner_kwargs=settings)
 
 
 def test_bad_policy_name():

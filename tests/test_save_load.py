@@ -64,3 +64,27 @@ def test_policy_save_load(tmp_path):
     policy = type(model.policy).load(tmp_path / "policy.pth")
     obs = np.zeros(4, dtype=np.float32)
     np.testing.assert_allclose(predict_with_seed(policy, obs), predict_with_seed(model.policy, obs), rtol=1e-5)
+
+
+def test_planner_settings_reach_policy_through_sb3_setup(tmp_path):
+    """The planner is built by the policy from the algorithm's settings; the saved policy_kwargs stay the user's."""
+    model = MaxDiffMPPI(POINT_MASS, seed=0, **TINY)
+    assert model.policy_kwargs == TINY["policy_kwargs"]
+    assert model.policy.planner_kwargs == model._planner_kwargs()
+    assert model.policy.planner.horizon == model.horizon == 5 and model.policy.planner.n_samples == 16
+    model.save(tmp_path / "model.zip")
+    loaded = MaxDiffMPPI.load(tmp_path / "model.zip", custom_objects={"horizon": 7})
+    assert loaded.policy_kwargs == TINY["policy_kwargs"]
+    assert loaded.policy.planner.horizon == 7  # rebuilt from the algorithm's (overridden) setting
+
+
+def test_alpha_lives_only_beside_the_path_entropy():
+    nnmppi = NNMPPI(POINT_MASS, seed=0, **TINY)
+    assert nnmppi.policy.alpha is None and "alpha" not in nnmppi.policy.state_dict()
+    maxdiff = MaxDiffMPPI(POINT_MASS, seed=0, alpha=2.0, **TINY)
+    assert maxdiff.policy.state_dict()["alpha"].item() == 2.0
+    # an NN-MPPI policy saved by earlier versions carried an alpha buffer: it still loads
+    old_state = {**nnmppi.policy.state_dict(), "alpha": th.tensor(0.0)}
+    nnmppi.policy.load_state_dict(old_state)
+    with pytest.raises(RuntimeError, match="Unexpected key"):
+        nnmppi.policy.load_state_dict({**old_state, "beta": th.tensor(0.0)})

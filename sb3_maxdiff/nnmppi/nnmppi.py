@@ -27,7 +27,7 @@ from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.entropy import PathEntropy
-from sb3_maxdiff.common.mppi import STAT_NAMES, MPPIPlanner, check_planner_settings, check_positive
+from sb3_maxdiff.common.mppi import STAT_NAMES, check_planner_settings, check_positive
 from sb3_maxdiff.common.optimizers import AgentAdam
 from sb3_maxdiff.nnmppi.policies import MlpPolicy, MPPIPolicy
 
@@ -240,9 +240,9 @@ class NNMPPI(OffPolicyAlgorithm):
         """The MaxDiff term; NN-MPPI has none."""
         return None
 
-    def _make_planner(self) -> MPPIPlanner:
-        return MPPIPlanner(
-            action_dim=int(self.action_space.shape[0]),  # type: ignore[index]
+    def _planner_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of the policy's :class:`MPPIPlanner`, from this algorithm's settings."""
+        return dict(
             horizon=self.horizon,
             n_samples=self.n_samples,
             temperature=self.temperature,
@@ -284,30 +284,29 @@ class NNMPPI(OffPolicyAlgorithm):
         check_spaces(self.observation_space, self.action_space)
         self._check_agent_count(self.n_envs)
         self.n_agents = self.n_envs if self.independent_agents else None
-        self._setup_lr_schedule()
-        self.set_random_seed(self.seed)
         self._device_sums = DeviceSums()
-        if self.replay_buffer is None:
+        self._train_nominal = None
+        if self.replay_buffer is None and self.independent_agents:
+            # SB3 splits buffer_size over the environments; independent agents each get all of it
             self.replay_buffer = NextActionReplayBuffer(
-                # SB3 splits buffer_size over the environments; independent agents each get all of it
-                self.buffer_size * (self.n_envs if self.independent_agents else 1),
+                self.buffer_size * self.n_envs,
                 self.observation_space,
                 self.action_space,
                 device=self.device,
                 n_envs=self.n_envs,
                 **self.replay_buffer_kwargs,
             )
-        self.policy = self.policy_class(  # type: ignore[assignment]
-            self.observation_space,
-            self.action_space,
-            self.lr_schedule,
-            planner=self._make_planner(),
-            # one agent alone is the plain single-model path, with the same results as independent_agents=False
-            n_agents=self.n_agents if self._batched else None,
-            **self.policy_kwargs,
-        ).to(self.device)
-        self._convert_train_freq()
-        self._train_nominal = None
+        # The planner's settings and the agent count reach the policy through policy_kwargs, as SB3 forwards
+        # use_sde; the saved policy_kwargs stay the user's (the algorithm's attributes are the settings' one copy).
+        # One agent alone takes the plain single-model path, with the same results as independent_agents=False.
+        user_policy_kwargs = self.policy_kwargs
+        planner_kwargs = self._planner_kwargs()
+        n_agents = self.n_agents if self._batched else None
+        self.policy_kwargs = {**user_policy_kwargs, "planner_kwargs": planner_kwargs, "n_agents": n_agents}
+        try:
+            super()._setup_model()
+        finally:
+            self.policy_kwargs = user_policy_kwargs
 
     def _setup_learn(
         self,
@@ -515,7 +514,8 @@ class NNMPPI(OffPolicyAlgorithm):
             single._setup_model()
         single.seed = self.seed
         model = self.policy.model
-        single.policy.alpha.copy_(self.policy.alpha)
+        if self.policy.alpha is not None:
+            single.policy.alpha.copy_(self.policy.alpha)
         if not self._batched:  # one agent: the model and optimizer are already those of a single agent
             single.policy.model.load_state_dict(model.state_dict())
             single.policy.optimizer.load_state_dict(self.policy.optimizer.state_dict())

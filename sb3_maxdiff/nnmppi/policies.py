@@ -46,7 +46,8 @@ class MPPIPolicy(BasePolicy):
     :param observation_space: a Box observation space
     :param action_space: a bounded Box action space
     :param lr_schedule: learning rate schedule of the model optimizer
-    :param planner: the MPPI planner (built by the algorithm from its hyperparameters)
+    :param planner_kwargs: keyword arguments of :class:`MPPIPlanner` but ``action_dim`` (horizon, n_samples,
+        temperature, noise_std, ..., and ``path_entropy`` for MaxDiff); the algorithm forwards its own settings
     :param net_arch: hidden layers of the dynamics and reward networks
     :param activation_fn: activation of the hidden layers
     :param optimizer_class: model optimizer
@@ -63,7 +64,7 @@ class MPPIPolicy(BasePolicy):
         observation_space: spaces.Space,
         action_space: spaces.Box,
         lr_schedule: Schedule,
-        planner: MPPIPlanner,
+        planner_kwargs: dict[str, Any],
         net_arch: list[int] | None = None,
         activation_fn: type[nn.Module] = nn.ReLU,
         optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
@@ -82,12 +83,13 @@ class MPPIPolicy(BasePolicy):
             optimizer_class=optimizer_class,
             optimizer_kwargs=optimizer_kwargs,
         )
-        self.planner = planner
+        self.planner_kwargs = dict(planner_kwargs)
         self.net_arch = [200, 200] if net_arch is None else list(net_arch)
         self.activation_fn = activation_fn
         self.reward_discount = reward_discount
         self.n_agents = n_agents
         obs_dim, action_dim = int(np.prod(observation_space.shape)), int(action_space.shape[0])  # type: ignore[arg-type,index]
+        self.planner = MPPIPlanner(action_dim, **self.planner_kwargs)
         self.model: DynamicsRewardModel
         if n_agents is None:
             self.model = DynamicsRewardModel(obs_dim, action_dim, self.net_arch, activation_fn, 3e-3, reward_discount)
@@ -95,8 +97,10 @@ class MPPIPolicy(BasePolicy):
             self.model = BatchedDynamicsRewardModel(
                 n_agents, obs_dim, action_dim, self.net_arch, activation_fn, 3e-3, reward_discount
             )
-        # weight of the path entropy; a buffer so that save/load keeps its current value
-        self.register_buffer("alpha", th.zeros(()))
+        # current weight of the path entropy, beside it (MaxDiff only; the algorithm holds its schedule), a
+        # buffer so that `.to(device)` and save/load carry it
+        self.alpha: th.Tensor | None
+        self.register_buffer("alpha", None if self.planner.path_entropy is None else th.zeros(()))
         if n_agents is None:
             self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
         else:
@@ -107,7 +111,7 @@ class MPPIPolicy(BasePolicy):
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data.update(
-            planner=self.planner,
+            planner_kwargs=self.planner_kwargs,
             net_arch=self.net_arch,
             activation_fn=self.activation_fn,
             optimizer_class=self.optimizer_class,
@@ -137,7 +141,12 @@ class MPPIPolicy(BasePolicy):
             )
         if nominal is None:
             nominal = self.planner.initial_nominal(obs.shape[0], obs.device)
-        return self.planner.plan(self.model, obs, nominal, episode_start, self.alpha)
+        return self.planner.plan(self.model, obs, nominal, episode_start, 0.0 if self.alpha is None else self.alpha)
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
+        if self.alpha is None:  # NN-MPPI models saved by earlier versions carried an unused alpha
+            state_dict.pop(prefix + "alpha", None)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def warn_nonfinite(self, n_nonfinite: float) -> None:
         """Warn once that the model predicted non-finite values (``n_nonfinite`` > 0), read from the planner stats."""
