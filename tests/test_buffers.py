@@ -69,10 +69,18 @@ def test_sampling_cost_does_not_grow_with_fill():
             times.append(time.perf_counter() - start)
         return float(np.median(times))
 
-    small, large = NextActionReplayBuffer(1000, OBS, ACT, "cpu"), NextActionReplayBuffer(1_000_000, OBS, ACT, "cpu")
-    fill(small, 1000)
+    n_rows = 1_000_000
+    large = NextActionReplayBuffer(n_rows, OBS, ACT, "cpu")
     large.pos, large.full = 0, True  # a full buffer of a million rows
     for array in (large.observations, large.next_observations, large.actions, large.next_actions, large.rewards):
         array[...] = 0  # commit the pages: first-touch page faults are the OS's cost, not the sampler's
     large.bootstrap_masks[...] = 0
-    assert median_sample_time(large) < 3 * median_sample_time(small) + 1e-4
+    # A sampler whose cost grows with the fill touches every row at least once, e.g. draws one number per
+    # row. Measured against that, in the same process: the gathered rows' cache misses, which also grow
+    # with the buffer's size, stay far below it, whatever the machine or its load.
+    o_of_fill = []
+    for _ in range(5):
+        start = time.perf_counter()
+        np.random.randint(0, n_rows, size=n_rows)
+        o_of_fill.append(time.perf_counter() - start)
+    assert median_sample_time(large) < 0.3 * float(np.median(o_of_fill))
