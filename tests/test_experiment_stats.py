@@ -85,3 +85,30 @@ def test_curve_table_puts_ours_beside_the_published_training_returns():
     runs = [Run(spec, steps, curve, {}) for spec, curve in zip(specs, curves)]
     (row,) = [line for line in curve_table(PRESETS["point-mass-beta"], runs) if line.startswith("| beta=0.01")]
     assert row == "| beta=0.01 | MaxDiff | 10,000 | 2 | -600.0 +/- 100.0 | -500.0 +/- 200.0 | -560 |"
+
+
+def test_per_seed_tests_compare_methods_on_training_returns_and_diagnostics():
+    from sb3_maxdiff.experiments.presets import PRESETS
+    from sb3_maxdiff.experiments.report import Run, per_seed_tests
+    from sb3_maxdiff.experiments.specs import build_specs
+
+    specs = build_specs("point-mass-beta", "reduced", [0, 1, 2], settings=["beta=0.01"], methods=["maxdiff", "nnmppi"])
+    steps = np.arange(1000, 10_001, 1000)
+    last = {"maxdiff": [-300.0, -500.0, -400.0], "nnmppi": [-900.0, -700.0, -1000.0]}
+    msd = {"maxdiff": [0.5, 0.6, 0.7], "nnmppi": [1.0, 1.2, 1.1]}
+    runs = []
+    for spec in specs:
+        curve = np.full(10, -2000.0)
+        curve[-1] = last[spec.method][spec.seed]
+        runs.append(Run(spec, steps, curve, {"ergodicity": {"msd_exponent": msd[spec.method][spec.seed]}}))
+    lines = per_seed_tests(PRESETS["point-mass-beta"], runs)
+    (raw,) = [line for line in lines if "10,000 steps, raw" in line]
+    expected = scipy_stats.ttest_ind(last["maxdiff"], last["nnmppi"], equal_var=False)
+    assert raw.startswith("| beta=0.01 | training return at 10,000 steps, raw | MaxDiff vs NN-MPPI |")
+    assert "| -400.0 +/- 81.6 (n = 3) | -866.7 +/- 124.7 (n = 3) |" in raw
+    assert f"t = {expected.statistic:.2f}" in raw and f"p = {format_pvalue(expected.pvalue)}" in raw
+    (exponent,) = [line for line in lines if "| MSD exponent |" in line]
+    expected = scipy_stats.ttest_ind(msd["maxdiff"], msd["nnmppi"], equal_var=False)
+    assert f"t = {expected.statistic:.2f}" in exponent and "0.600 +/- 0.082 (n = 3)" in exponent
+    # the diagnostics nobody logged get no row; 20k is past the runs' end, so no row either
+    assert not [line for line in lines if "coverage" in line or "20,000" in line]

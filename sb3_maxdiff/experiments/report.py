@@ -264,6 +264,69 @@ def ergodicity_table(preset: Preset | None, runs: list[Run]) -> list[str]:
     ]
 
 
+ERGODICITY_LABELS = {"coverage": "coverage", "msd_exponent": "MSD exponent", "autocorr_time": "autocorrelation time"}
+
+
+def _per_seed_quantities(preset: Preset | None, setting: str, cell_runs: list[Run]) -> dict[str, list[float]]:
+    """
+    One value per seed of each quantity compared between methods: the training return (raw and running
+    maximum) at the paper's step counts for ``setting`` and at the end of the runs, and the ergodicity
+    diagnostics. NaN where a seed has no value (no episode finished yet, no diagnostics).
+    """
+    published_steps = {
+        steps
+        for (cell_setting, _), curve in (preset.published_curve.items() if preset else [])
+        if cell_setting == setting
+        for steps in curve
+    }
+    last = min(run.spec.steps for run in cell_runs)
+    quantities: dict[str, list[float]] = {}
+    for steps in sorted(step for step in published_steps | {last} if step <= last):
+        for running_max, kind in ((False, "raw"), (True, "running max")):
+            quantities[f"training return at {steps:,} steps, {kind}"] = [
+                float(value_at(run.curve_steps, run.curve_returns, np.array([steps]), running_max)[0]) for run in cell_runs
+            ]
+    for name, label in ERGODICITY_LABELS.items():
+        values = [float(run.result.get("ergodicity", {}).get(name, math.nan)) for run in cell_runs]
+        if not all(math.isnan(value) for value in values):
+            quantities[label] = values
+    return quantities
+
+
+def per_seed_tests(preset: Preset | None, runs: list[Run]) -> list[str]:
+    """
+    Markdown: Welch's test between each pair of methods on per-seed values (n = seeds) of the training
+    returns and of the ergodicity diagnostics, with each side's mean +/- std.
+    """
+    settings, methods = _ordered(preset, runs)
+    cells = _cells(runs)
+    rows = []
+    for setting in settings:
+        by_method = {m: _per_seed_quantities(preset, setting, cells[(setting, m)]) for m in methods if cells.get((setting, m))}
+        for a, b in itertools.combinations(by_method, 2):
+            for quantity in [name for name in by_method[a] if name in by_method[b]]:
+                x, y = ([v for v in by_method[m][quantity] if not math.isnan(v)] for m in (a, b))
+                digits = 3 if quantity in ("coverage", "MSD exponent") else 1
+                rows.append(
+                    f"| {setting} | {quantity} | {METHOD_LABELS.get(a, a)} vs {METHOD_LABELS.get(b, b)} | "
+                    f"{_fmt(*summarize(x)[:2], digits)} (n = {len(x)}) | {_fmt(*summarize(y)[:2], digits)} (n = {len(y)}) | "
+                    f"{_welch_cell(welch_ttest(x, y))} |"
+                )
+    if not rows:
+        return []
+    return [
+        "## Welch's t-tests on per-seed values of training",
+        "",
+        "Each seed gives one value: its training return at the paper's step counts and at the end of the run "
+        "(last finished episode, and running maximum), and its ergodicity diagnostics. Mean +/- std over seeds "
+        "of each side, and Welch's unpaired two-sided test.",
+        "",
+        "| setting | quantity | comparison | first method | second method | Welch |",
+        "|---|---|---|---|---|---|",
+        *rows,
+    ]
+
+
 def _curve_grid(runs: list[Run]) -> np.ndarray:
     step = runs[0].spec.window if runs[0].spec.single_shot else (runs[0].spec.max_episode_steps or 1000)
     return np.arange(step, max(run.spec.steps for run in runs) + 1, step)
@@ -380,6 +443,8 @@ def write_report(root: str, preset_name: str, budget: str, runs: list[Run], runn
                 *curve_table(preset, part),
                 "",
                 *ergodicity_table(preset, part),
+                "",
+                *per_seed_tests(preset, part),
                 "",
             ]
         else:
