@@ -3,11 +3,13 @@ Throughput of seed-batched training: N independent agents in one model (``indepe
 against the same N agents stepped one after the other as single-agent models, in the same process::
 
     python benchmarks/agents.py                          # point mass and Swimmer, N = 1, 4, 10, CPU
-    python benchmarks/agents.py --device cuda --configs swimmer --agents 1 10
+    python benchmarks/agents.py --device cuda --configs swimmer --agents 1 10 --cuda-graph
 
 A training step is one planner call and ``gradient_steps`` model updates, with each agent's replay column
 holding ``--fill`` random transitions. Figures are ms per agent-step (median over ``--calls`` rounds; in each
 round the batched step and the sequential steps are timed back to back, so a slow spell hits both alike).
+With ``--cuda-graph`` the batched step is also timed with its planner replayed as a CUDA graph
+(``cuda_graph=True``), in the same rounds.
 """
 
 import argparse
@@ -44,14 +46,22 @@ def measure(name: str, n_agents: int, args: argparse.Namespace) -> dict:
             step()
 
     functions = {"batched": training_step(batched, config), "sequential": sequential}
+    if args.cuda_graph:
+        graphed = make_algorithm(config, args.device, args.fill, n_envs=n_agents, independent_agents=True, cuda_graph=True)
+        fill_replay_buffer(graphed, args.fill, rng)
+        functions["graphed"] = training_step(graphed, config)
     medians = interleaved_medians(functions, args.calls, args.device)
-    return {
+    row = {
         "config": name,
         "n_agents": n_agents,
         "batched_ms_per_agent_step": medians["batched"] / n_agents,
         "sequential_ms_per_agent_step": medians["sequential"] / n_agents,
         "speedup": medians["sequential"] / medians["batched"],
     }
+    if args.cuda_graph:
+        row["graphed_ms_per_agent_step"] = medians["graphed"] / n_agents
+        row["graph_speedup"] = medians["batched"] / medians["graphed"]
+    return row
 
 
 def main() -> None:
@@ -62,6 +72,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--fill", type=int, default=10_000, help="transitions in each agent's replay column")
+    parser.add_argument("--cuda-graph", action="store_true", help="also time the batched step with cuda_graph=True")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     th.set_num_threads(args.threads)
@@ -70,12 +81,14 @@ def main() -> None:
     device_name = th.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor() or platform.machine()
     print(f"{device_name}, torch {th.__version__}, {th.get_num_threads()} threads, device {args.device}, {args.calls} rounds")
     rows = [measure(name, n_agents, args) for name in args.configs for n_agents in args.agents]
-    print("\n| config | N agents | batched ms / agent-step | sequential ms / agent-step | batched speed-up |")
-    print("|---|---|---|---|---|")
+    graph_head, graph_rule = (" graphed ms / agent-step | graph speed-up |", "---|---|") if args.cuda_graph else ("", "")
+    print(f"\n| config | N agents | batched ms / agent-step | sequential ms / agent-step | batched speed-up |{graph_head}")
+    print(f"|---|---|---|---|---|{graph_rule}")
     for row in rows:
+        graph_cells = f" {row['graphed_ms_per_agent_step']:.2f} | {row['graph_speedup']:.2f}x |" if args.cuda_graph else ""
         print(
             f"| {row['config']} | {row['n_agents']} | {row['batched_ms_per_agent_step']:.2f} | "
-            f"{row['sequential_ms_per_agent_step']:.2f} | {row['speedup']:.2f}x |"
+            f"{row['sequential_ms_per_agent_step']:.2f} | {row['speedup']:.2f}x |{graph_cells}"
         )
     if args.json:
         with open(args.json, "w") as file:

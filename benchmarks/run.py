@@ -100,11 +100,13 @@ def make_algorithm(
     planner_dtype: str = "float32",
     n_envs: int = 1,
     independent_agents: bool = False,
+    cuda_graph: bool = False,
 ) -> MaxDiffMPPI:
     """The algorithm at ``config``, ready to plan and train: observations reset, past ``learning_starts``."""
     model = MaxDiffMPPI(
         make_vec_env(config.env_id, n_envs=n_envs, seed=0),
         independent_agents=independent_agents,
+        cuda_graph=cuda_graph,
         horizon=config.horizon,
         n_samples=config.n_samples,
         batch_size=config.batch_size,

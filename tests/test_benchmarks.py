@@ -24,10 +24,10 @@ def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path):
     """The seed-batching command of BENCHMARKS.md, with one round and a small replay column."""
     out = tmp_path / "agents.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "agents.py"), "--configs", "point-mass", "--agents", "2",
-               "--calls", "1", "--fill", "500", "--json", str(out)]  # fmt: skip
+               "--calls", "1", "--fill", "500", "--cuda-graph", "--json", str(out)]  # fmt: skip
     printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300).stdout
-    assert "| point-mass | 2 |" in printed
+    assert "| point-mass | 2 |" in printed and "graph speed-up" in printed
     (row,) = json.loads(out.read_text())["rows"]
     assert row["n_agents"] == 2
-    for key in ("batched_ms_per_agent_step", "sequential_ms_per_agent_step", "speedup"):
+    for key in ("batched_ms_per_agent_step", "sequential_ms_per_agent_step", "speedup", "graphed_ms_per_agent_step"):
         assert row[key] > 0, key

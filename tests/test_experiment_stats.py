@@ -109,6 +109,6 @@ def test_per_seed_tests_compare_methods_on_training_returns_and_diagnostics():
     assert f"t = {expected.statistic:.2f}" in raw and f"p = {format_pvalue(expected.pvalue)}" in raw
     (exponent,) = [line for line in lines if "| MSD exponent |" in line]
     expected = scipy_stats.ttest_ind(msd["maxdiff"], msd["nnmppi"], equal_var=False)
-    assert f"t = {expected.statistic:.2f}" in exponent and "0.600 +/- 0.082 (n = 3)" in exponent
+    assert f"t = {expected.statistic:.2f}" in exponent and "0.60 +/- 0.08 (n = 3)" in exponent
     # the diagnostics nobody logged get no row; 20k is past the runs' end, so no row either
     assert not [line for line in lines if "coverage" in line or "20,000" in line]

@@ -9,6 +9,7 @@ planner (predicted paths, one per sample) and the model-free reward wrapper (the
 trailing window of states).
 """
 
+import functools
 from dataclasses import dataclass
 
 import torch as th
@@ -124,9 +125,16 @@ class PathEntropy:
 
     def __call__(self, paths: th.Tensor) -> th.Tensor:
         if self.dims is not None:
-            paths = paths[..., list(self.dims)]
-        weights = None if self.weights is None else th.as_tensor(self.weights, dtype=paths.dtype, device=paths.device)
+            paths = paths.index_select(-1, _constant(self.dims, th.long, paths.device))
+        weights = None if self.weights is None else _constant(self.weights, paths.dtype, paths.device)
         return path_entropy(paths, weights, window=self.window, method=self.method, top_m=self.top_m)
+
+
+@functools.lru_cache(maxsize=64)
+def _constant(values: tuple, dtype: th.dtype, device: th.device) -> th.Tensor:
+    """``values`` as a tensor on ``device``, made once: no host-to-device copy per planning call (and none
+    while a CUDA graph is captured)."""
+    return th.tensor(values, dtype=dtype, device=device)
 
 
 def make_path_entropy(

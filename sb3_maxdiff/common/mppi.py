@@ -86,6 +86,13 @@ def check_positive(name: str, value: float, integer: bool = False) -> None:
         raise ValueError(f"{name} must be a number > 0, got {value!r}")
 
 
+def check_flag(name: str, value: object) -> bool:
+    """``value`` as a bool, with an error naming ``name`` unless it is True or False."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_planner_settings(horizon: int, n_samples: int, temperature: float, noise_std: float, dtype: str) -> None:
     """Check the planner's settings, with errors that name the parameter and what it accepts."""
     check_positive("horizon", horizon, integer=True)

@@ -232,6 +232,15 @@ def curve_table(preset: Preset | None, runs: list[Run]) -> list[str]:
     return lines if len(lines) > 6 else []
 
 
+# The ergodicity diagnostics as tabulated: result key, label, digits (coverage is a fraction of cells and the
+# exponent lies near 1 to 2: they need more digits than the autocorrelation time, in steps)
+ERGODICITY_COLUMNS = (
+    ("coverage", "coverage", 3),
+    ("msd_exponent", "MSD exponent", 2),
+    ("autocorr_time", "autocorrelation time", 1),
+)
+
+
 def ergodicity_table(preset: Preset | None, runs: list[Run]) -> list[str]:
     """Markdown: ergodicity diagnostics of the training paths per cell (mean +/- std over seeds)."""
     settings, methods = _ordered(preset, runs)
@@ -241,10 +250,9 @@ def ergodicity_table(preset: Preset | None, runs: list[Run]) -> list[str]:
         summaries = [run.result["ergodicity"] for run in cells.get((setting, method), []) if "ergodicity" in run.result]
         if not summaries:
             continue
-        # coverage is a fraction of cells and the exponent lies near 1 to 2: they need more digits than the time
         columns = [
             _fmt(*summarize([summary[name] for summary in summaries if not math.isnan(summary[name])])[:2], digits)
-            for name, digits in (("coverage", 3), ("msd_exponent", 2), ("autocorr_time", 1))
+            for name, _, digits in ERGODICITY_COLUMNS
         ]
         rows.append(f"| {setting} | {METHOD_LABELS.get(method, method)} | {len(summaries)} | " + " | ".join(columns) + " |")
     if not rows:
@@ -264,7 +272,6 @@ def ergodicity_table(preset: Preset | None, runs: list[Run]) -> list[str]:
     ]
 
 
-ERGODICITY_LABELS = {"coverage": "coverage", "msd_exponent": "MSD exponent", "autocorr_time": "autocorrelation time"}
 
 
 def _per_seed_quantities(preset: Preset | None, setting: str, cell_runs: list[Run]) -> dict[str, list[float]]:
@@ -286,7 +293,7 @@ def _per_seed_quantities(preset: Preset | None, setting: str, cell_runs: list[Ru
             quantities[f"training return at {steps:,} steps, {kind}"] = [
                 float(value_at(run.curve_steps, run.curve_returns, np.array([steps]), running_max)[0]) for run in cell_runs
             ]
-    for name, label in ERGODICITY_LABELS.items():
+    for name, label, _ in ERGODICITY_COLUMNS:
         values = [float(run.result.get("ergodicity", {}).get(name, math.nan)) for run in cell_runs]
         if not all(math.isnan(value) for value in values):
             quantities[label] = values
@@ -306,7 +313,7 @@ def per_seed_tests(preset: Preset | None, runs: list[Run]) -> list[str]:
         for a, b in itertools.combinations(by_method, 2):
             for quantity in [name for name in by_method[a] if name in by_method[b]]:
                 x, y = ([v for v in by_method[m][quantity] if not math.isnan(v)] for m in (a, b))
-                digits = 3 if quantity in ("coverage", "MSD exponent") else 1
+                digits = next((digits for _, label, digits in ERGODICITY_COLUMNS if label == quantity), 1)
                 rows.append(
                     f"| {setting} | {quantity} | {METHOD_LABELS.get(a, a)} vs {METHOD_LABELS.get(b, b)} | "
                     f"{_fmt(*summarize(x)[:2], digits)} (n = {len(x)}) | {_fmt(*summarize(y)[:2], digits)} (n = {len(y)}) | "

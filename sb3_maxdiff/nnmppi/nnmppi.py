@@ -27,7 +27,7 @@ from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.entropy import PathEntropy
-from sb3_maxdiff.common.mppi import STAT_NAMES, check_planner_settings, check_positive
+from sb3_maxdiff.common.mppi import STAT_NAMES, check_flag, check_planner_settings, check_positive
 from sb3_maxdiff.common.optimizers import AgentAdam
 from sb3_maxdiff.nnmppi.policies import MlpPolicy, MPPIPolicy
 
@@ -140,6 +140,9 @@ class NNMPPI(OffPolicyAlgorithm):
     :param planner_dtype: compute dtype of the planner's model rollouts, "float32" or "bfloat16" (the model
         is trained in float32 either way). bfloat16 only pays off on hardware with bfloat16 matrix units; on
         AVX2-only CPUs it is about 40x slower (BENCHMARKS.md)
+    :param cuda_graph: on a CUDA device, capture the planning step as a CUDA graph on first use and replay it,
+        one launch instead of a few hundred per step (the random draws are those of eager planning); no effect
+        on other devices (a warning says so). The model updates stay eager
     :param replay_buffer_kwargs: keyword arguments of :class:`NextActionReplayBuffer`
     :param policy_kwargs: policy keyword arguments (``net_arch``, ``activation_fn``, ``optimizer_kwargs``, ...)
     :param stats_window_size: window of the rollout logging averages
@@ -173,6 +176,7 @@ class NNMPPI(OffPolicyAlgorithm):
         warmup_actions: str = "random",
         independent_agents: bool = False,
         planner_dtype: str = "float32",
+        cuda_graph: bool = False,
         replay_buffer_kwargs: dict[str, Any] | None = None,
         policy_kwargs: dict[str, Any] | None = None,
         stats_window_size: int = 100,
@@ -195,8 +199,8 @@ class NNMPPI(OffPolicyAlgorithm):
             raise ValueError(f"buffer_size must be an integer >= 2, got {buffer_size!r}")
         check_choice("action_semantics", action_semantics, ACTION_SEMANTICS)
         check_choice("warmup_actions", warmup_actions, WARMUP_ACTIONS)
-        if not isinstance(independent_agents, (bool, np.bool_)):
-            raise ValueError(f"independent_agents must be True or False, got {independent_agents!r}")
+        check_flag("independent_agents", independent_agents)
+        check_flag("cuda_graph", cuda_graph)
         super().__init__(
             policy,
             env,  # type: ignore[arg-type]
@@ -225,6 +229,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self.action_semantics = action_semantics
         self.warmup_actions = warmup_actions
         self.planner_dtype = planner_dtype
+        self.cuda_graph = bool(cuda_graph)
         self.independent_agents = bool(independent_agents)
         self.n_agents: int | None = None
         self._train_nominal: th.Tensor | None = None
@@ -302,7 +307,14 @@ class NNMPPI(OffPolicyAlgorithm):
         user_policy_kwargs = self.policy_kwargs
         planner_kwargs = self._planner_kwargs()
         n_agents = self.n_agents if self._batched else None
-        self.policy_kwargs = {**user_policy_kwargs, "planner_kwargs": planner_kwargs, "n_agents": n_agents}
+        self.policy_kwargs = {
+            **user_policy_kwargs,
+            "planner_kwargs": planner_kwargs,
+            "n_agents": n_agents,
+            "cuda_graph": self.cuda_graph,
+        }
+        if self.cuda_graph and self.device.type != "cuda":
+            warnings.warn(f"cuda_graph=True has no effect on device {self.device}: the planner runs eagerly")
         try:
             super()._setup_model()
         finally:

@@ -10,8 +10,9 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 
+from sb3_maxdiff.common.cuda_graphs import GraphedPlanning
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel
-from sb3_maxdiff.common.mppi import MPPIPlanner, PlanResult
+from sb3_maxdiff.common.mppi import MPPIPlanner, PlanResult, check_flag
 from sb3_maxdiff.common.optimizers import AgentAdam
 
 # torch.optim.Adam options that AgentAdam does not take (it is always one fused-by-shape update)
@@ -56,6 +57,8 @@ class MPPIPolicy(BasePolicy):
     :param n_agents: None: one model for every environment. An int N: N independent agents, environment i
         planned for and trained by agent i only (:class:`BatchedDynamicsRewardModel`, trained with
         :class:`AgentAdam`, which takes the Adam settings of ``optimizer_kwargs``)
+    :param cuda_graph: on a CUDA device, capture each planning call as a CUDA graph on first use and replay
+        it (:class:`~sb3_maxdiff.common.cuda_graphs.GraphedPlanning`); elsewhere it has no effect
     :param normalize_images: kept for SB3 compatibility (observations are used as they are)
     """
 
@@ -71,6 +74,7 @@ class MPPIPolicy(BasePolicy):
         optimizer_kwargs: dict[str, Any] | None = None,
         reward_discount: float = 0.95,
         n_agents: int | None = None,
+        cuda_graph: bool = False,
         normalize_images: bool = True,
     ):
         if optimizer_kwargs is None:
@@ -88,6 +92,8 @@ class MPPIPolicy(BasePolicy):
         self.activation_fn = activation_fn
         self.reward_discount = reward_discount
         self.n_agents = n_agents
+        self.cuda_graph = check_flag("cuda_graph", cuda_graph)
+        self._graphs = GraphedPlanning()
         obs_dim, action_dim = int(np.prod(observation_space.shape)), int(action_space.shape[0])  # type: ignore[arg-type,index]
         self.planner = MPPIPlanner(action_dim, **self.planner_kwargs)
         self.model: DynamicsRewardModel
@@ -118,6 +124,7 @@ class MPPIPolicy(BasePolicy):
             optimizer_kwargs=self.optimizer_kwargs,
             reward_discount=self.reward_discount,
             n_agents=self.n_agents,
+            cuda_graph=self.cuda_graph,
             lr_schedule=self._dummy_schedule,  # type: ignore[attr-defined]
         )
         return data
@@ -141,7 +148,14 @@ class MPPIPolicy(BasePolicy):
             )
         if nominal is None:
             nominal = self.planner.initial_nominal(obs.shape[0], obs.device)
-        return self.planner.plan(self.model, obs, nominal, episode_start, 0.0 if self.alpha is None else self.alpha)
+        alpha = 0.0 if self.alpha is None else self.alpha
+        if self.cuda_graph:
+            return self._graphs.plan(self.planner, self.model, obs, nominal, episode_start, alpha)
+        return self.planner.plan(self.model, obs, nominal, episode_start, alpha)
+
+    def __getstate__(self) -> dict:
+        # captured graphs are neither copied nor pickled: a copy captures its own on first use
+        return {**super().__getstate__(), "_graphs": GraphedPlanning()}
 
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
         if self.alpha is None:  # NN-MPPI models saved by earlier versions carried an unused alpha

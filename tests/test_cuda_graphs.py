@@ -1,0 +1,164 @@
+"""The planner captured as a CUDA graph (``cuda_graph=True``): eager fallback everywhere, replay checks on CUDA."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch as th
+from helpers import TINY
+from stable_baselines3.common.env_util import make_vec_env
+
+from sb3_maxdiff import NNMPPI, MaxDiffMPPI
+from sb3_maxdiff.common.cuda_graphs import GraphedPlanning, PlanGraph, storage_pointers
+from sb3_maxdiff.common.entropy import make_path_entropy
+from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel
+from sb3_maxdiff.common.mppi import MPPIPlanner
+
+POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
+needs_cuda = pytest.mark.skipif(not th.cuda.is_available(), reason="CUDA not available")
+
+
+def planner_and_model(batched: bool, device: str = "cpu") -> tuple[MPPIPlanner, DynamicsRewardModel]:
+    th.manual_seed(0)
+    entropy = make_path_entropy(obs_dim=4, horizon=10, dims=[0, 1], weights=[1.0, 0.5])
+    planner = MPPIPlanner(2, horizon=10, n_samples=64, temperature=0.5, noise_std=0.3, path_entropy=entropy)
+    model = BatchedDynamicsRewardModel(3, 4, 2, [32, 32]) if batched else DynamicsRewardModel(4, 2, [32, 32])
+    return planner, model.to(device)
+
+
+def plan_sequence(plan, n_envs: int, device: str, calls: int = 4) -> list:
+    """Consecutive calls threading the warm start, with an episode start at the third call."""
+    obs_rng = th.Generator().manual_seed(1)
+    nominal, results = th.zeros((n_envs, 10, 2), device=device), []
+    for call in range(calls):
+        obs = th.randn((n_envs, 4), generator=obs_rng).to(device)
+        reset = th.full((n_envs,), call == 2, dtype=th.bool, device=device)
+        result = plan(obs, nominal, reset)
+        nominal = result.nominal
+        results.append(result)
+    return results
+
+
+def test_storage_pointers_change_when_a_tensor_is_replaced_not_when_updated():
+    _, model = planner_and_model(batched=False)
+    alpha = th.zeros(())
+    before = storage_pointers(model, alpha)
+    with th.no_grad():
+        model.dynamics[0].weight.add_(1.0)  # an optimizer step or load_state_dict: in place
+        alpha.fill_(3.0)
+    assert storage_pointers(model, alpha) == before
+    model.dynamics[0].weight = th.nn.Parameter(model.dynamics[0].weight.detach().clone())
+    assert storage_pointers(model, alpha) != before
+    assert storage_pointers(model, th.zeros(())) != storage_pointers(model, alpha)
+
+
+def test_plan_graph_needs_a_cuda_device():
+    planner, model = planner_and_model(batched=False)
+    with pytest.raises(ValueError, match="obs must be on a CUDA device"):
+        PlanGraph(planner, model, th.zeros((1, 4)), th.zeros((1, 10, 2)), 0.0)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_graphed_planning_off_cuda_is_the_eager_planner(batched):
+    planner, model = planner_and_model(batched)
+    graphs = GraphedPlanning()
+    n_envs = 3 if batched else 2
+    th.manual_seed(5)
+    eager = plan_sequence(lambda o, n, r: planner.plan(model, o, n, r, 2.0), n_envs, "cpu")
+    th.manual_seed(5)
+    graphed = plan_sequence(lambda o, n, r: graphs.plan(planner, model, o, n, r, 2.0), n_envs, "cpu")
+    assert not graphs.graphs and not graphs.failed
+    for first, second in zip(eager, graphed):
+        assert all(th.equal(a, b) for a, b in zip(first, second))
+
+
+@pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
+def test_cuda_graph_on_cpu_warns_and_trains_as_without_it(algo):
+    def train(cuda_graph: bool):
+        model = algo("MlpPolicy", make_vec_env(POINT_MASS, n_envs=2, seed=0), seed=0, cuda_graph=cuda_graph, **TINY)
+        model.learn(60)
+        return model
+
+    with pytest.warns(UserWarning, match="cuda_graph=True has no effect on device cpu"):
+        graphed = train(True)
+    eager = train(False)
+    assert graphed.cuda_graph and graphed.policy.cuda_graph
+    assert np.array_equal(graphed.replay_buffer.actions[:30], eager.replay_buffer.actions[:30])
+    # a copy or a pickle of the policy carries the option, not captured graphs
+    copy = pickle.loads(pickle.dumps(graphed.policy))
+    assert copy.cuda_graph and not copy._graphs.graphs
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_cuda_graph_must_be_a_bool(value):
+    with pytest.raises(ValueError, match="cuda_graph must be True or False"):
+        MaxDiffMPPI(POINT_MASS, cuda_graph=value, **TINY)
+
+
+def test_cuda_graph_is_saved_and_loaded(tmp_path):
+    with pytest.warns(UserWarning, match="no effect on device cpu"):
+        model = MaxDiffMPPI(POINT_MASS, cuda_graph=True, **TINY)
+        model.save(tmp_path / "model.zip")
+        loaded = MaxDiffMPPI.load(tmp_path / "model.zip")
+    assert loaded.cuda_graph and loaded.policy.cuda_graph
+
+
+# ----- on a CUDA device ------------------------------------------------------------------------------
+@needs_cuda
+@pytest.mark.parametrize("batched", [False, True])
+def test_replay_equals_eager_planning(batched):
+    """A replay draws the noise an eager call draws from the same generator state, so the plans agree."""
+    planner, model = planner_and_model(batched, "cuda")
+    alpha = th.full((), 2.0, device="cuda")
+    graphs = GraphedPlanning()
+    n_envs = 3 if batched else 2
+    th.manual_seed(5)
+    eager = plan_sequence(lambda o, n, r: planner.plan(model, o, n, r, alpha), n_envs, "cuda")
+    th.manual_seed(5)
+    graphed = plan_sequence(lambda o, n, r: graphs.plan(planner, model, o, n, r, alpha), n_envs, "cuda")
+    assert len(graphs.graphs) == 1 and not graphs.failed
+    for first, second in zip(eager, graphed):
+        for a, b in zip(first, second):
+            th.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@needs_cuda
+def test_replay_sees_in_place_updates_and_recaptures_after_a_move():
+    planner, model = planner_and_model(False, "cuda")
+    alpha = th.zeros((), device="cuda")
+    graphs = GraphedPlanning()
+    obs, nominal = th.zeros((2, 4), device="cuda"), th.zeros((2, 10, 2), device="cuda")
+    th.manual_seed(0)
+    before = graphs.plan(planner, model, obs, nominal, None, alpha)
+    with th.no_grad():  # every reward shifted by 0.25: every return by 10 * 0.25, the weights unchanged
+        model.reward[-1].bias.add_(0.25)
+    th.manual_seed(0)
+    after = graphs.plan(planner, model, obs, nominal, None, alpha)
+    assert len(graphs.graphs) == 1
+    th.testing.assert_close(after.nominal, before.nominal)
+    shift = after.stat("predicted_return") - before.stat("predicted_return")
+    th.testing.assert_close(shift, th.full((2,), 2.5, device="cuda"))
+    # results are copies: a later replay leaves them as they were
+    kept = after.nominal.clone()
+    graphs.plan(planner, model, obs + 1.0, nominal, None, alpha)
+    assert th.equal(after.nominal, kept)
+    # a replaced parameter is not where the graph reads: a new graph is captured
+    model.reward[-1].bias = th.nn.Parameter(model.reward[-1].bias.detach() - 0.25)
+    th.manual_seed(0)
+    moved = graphs.plan(planner, model, obs, nominal, None, alpha)
+    assert len(graphs.graphs) == 1 and graphs.graphs[0].pointers == storage_pointers(model, alpha)
+    th.testing.assert_close(moved.stat("predicted_return"), before.stat("predicted_return"))
+
+
+@needs_cuda
+@pytest.mark.parametrize("independent_agents", [False, True])
+def test_cuda_graph_training_matches_eager_training(independent_agents):
+    def train(cuda_graph: bool):
+        env = make_vec_env(POINT_MASS, n_envs=2, seed=0)
+        model = MaxDiffMPPI(env, seed=0, device="cuda", cuda_graph=cuda_graph, independent_agents=independent_agents, **TINY)
+        model.learn(2 * 40)
+        return model
+
+    graphed, eager = train(True), train(False)
+    assert graphed.policy._graphs.graphs  # the planner ran as a graph
+    np.testing.assert_allclose(graphed.replay_buffer.actions[:30], eager.replay_buffer.actions[:30], atol=1e-4)
