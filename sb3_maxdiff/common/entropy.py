@@ -125,7 +125,7 @@ class PathEntropy:
 
     def __call__(self, paths: th.Tensor) -> th.Tensor:
         if self.dims is not None:
-            paths = paths.index_select(-1, _constant(self.dims, th.long, paths.device))
+            paths = paths[..., _constant(self.dims, th.long, paths.device)]
         weights = None if self.weights is None else _constant(self.weights, paths.dtype, paths.device)
         return path_entropy(paths, weights, window=self.window, method=self.method, top_m=self.top_m)
 
