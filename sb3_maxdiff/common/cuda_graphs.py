@@ -14,12 +14,13 @@ from sb3_maxdiff.common.mppi import MPPIPlanner, PlanResult
 WARMUP_CALLS = 2
 
 
-def storage_pointers(module: nn.Module, *extra: th.Tensor | None) -> tuple[int, ...]:
+def storage_pointers(module: nn.Module, *extra: object) -> tuple[int, ...]:
     """
-    Addresses of the module's parameters and buffers (and of ``extra`` tensors): a captured graph reads them
-    where they were at capture, so it stays valid exactly while these do not change. Host metadata only.
+    Addresses of the module's parameters and buffers (and of those ``extra`` values that are tensors): a captured
+    graph reads them where they were at capture, so it stays valid exactly while these do not change. Host
+    metadata only.
     """
-    tensors = [*module.parameters(), *module.buffers(), *(tensor for tensor in extra if tensor is not None)]
+    tensors = [*module.parameters(), *module.buffers(), *(value for value in extra if isinstance(value, th.Tensor))]
     return tuple(tensor.data_ptr() for tensor in tensors)
 
 
@@ -43,7 +44,7 @@ class PlanGraph:
     def __init__(self, planner: MPPIPlanner, model: nn.Module, obs: th.Tensor, nominal: th.Tensor, alpha: float | th.Tensor):
         if obs.device.type != "cuda":
             raise ValueError(f"obs must be on a CUDA device to capture a CUDA graph, got device {obs.device}")
-        self.pointers = storage_pointers(model, alpha if isinstance(alpha, th.Tensor) else None)
+        self.pointers = storage_pointers(model, alpha)
         self.obs, self.nominal = obs.detach().clone(), nominal.detach().clone()
         self.reset = th.zeros(obs.shape[0], dtype=th.bool, device=obs.device)
         self.graph = th.cuda.CUDAGraph()
@@ -62,14 +63,13 @@ class PlanGraph:
         with th.cuda.graph(self.graph):
             self.output = call()
 
-    def matches(self, obs: th.Tensor, nominal: th.Tensor, pointers: tuple[int, ...]) -> bool:
-        """Whether this graph can plan for these inputs: same shapes, dtype and device, same model storage."""
+    def matches(self, obs: th.Tensor, nominal: th.Tensor) -> bool:
+        """Whether this graph can plan for these inputs: same shapes, dtype and device."""
         return (
             obs.shape == self.obs.shape
             and obs.dtype == self.obs.dtype
             and obs.device == self.obs.device
             and nominal.shape == self.nominal.shape
-            and pointers == self.pointers
         )
 
     def __call__(self, obs: th.Tensor, nominal: th.Tensor, reset: th.Tensor | None) -> PlanResult:
@@ -106,9 +106,10 @@ class GraphedPlanning:
     ) -> PlanResult:
         if self.failed or obs.device.type != "cuda":
             return planner.plan(model, obs, nominal, reset, alpha)
-        pointers = storage_pointers(model, alpha if isinstance(alpha, th.Tensor) else None)
+        # graphs captured before the model's storage changed read stale memory: dropped
+        pointers = storage_pointers(model, alpha)
         self.graphs = [graph for graph in self.graphs if graph.pointers == pointers]
-        graph = next((graph for graph in self.graphs if graph.matches(obs, nominal, pointers)), None)
+        graph = next((graph for graph in self.graphs if graph.matches(obs, nominal)), None)
         if graph is None:
             try:
                 graph = PlanGraph(planner, model, obs, nominal, alpha)
@@ -118,7 +119,3 @@ class GraphedPlanning:
                 return planner.plan(model, obs, nominal, reset, alpha)
             self.graphs.append(graph)
         return graph(obs, nominal, reset)
-
-    def clear(self) -> None:
-        """Forget the captured graphs (they are captured again on the next call)."""
-        self.graphs = []

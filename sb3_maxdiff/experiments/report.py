@@ -272,8 +272,6 @@ def ergodicity_table(preset: Preset | None, runs: list[Run]) -> list[str]:
     ]
 
 
-
-
 def _per_seed_quantities(preset: Preset | None, setting: str, cell_runs: list[Run]) -> dict[str, list[float]]:
     """
     One value per seed of each quantity compared between methods: the training return (raw and running
