@@ -93,6 +93,16 @@ def test_steps_override_is_stored_apart_from_the_budget(capsys):
     assert "todo  point-mass-beta/reduced-20000-steps/beta=1/maxdiff/seed_0" in capsys.readouterr().out
 
 
+def test_first_seed_adds_seeds_to_a_cell(capsys):
+    argv = ["run", "point-mass-beta", "--settings", "beta=1", "--methods", "sac", "--seeds", "2", "--first-seed", "10"]
+    assert experiments_main([*argv, "--list"]) == 0
+    listed = [line.split("/")[-1] for line in capsys.readouterr().out.splitlines()]
+    assert listed == ["seed_10", "seed_11"]
+    with pytest.raises(SystemExit):
+        experiments_main([*argv[:-2], "--first-seed", "-1", "--list"])
+    assert "--first-seed: must be a non-negative integer, got -1" in capsys.readouterr().err
+
+
 def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
     """The whole smoke budget of a preset with the local executor, a rerun that skips it, a report."""
     out = str(tmp_path)

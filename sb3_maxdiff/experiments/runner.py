@@ -211,6 +211,13 @@ def run_specs(
     return skipped, run_local(groups, out, min(jobs, len(groups)), threads)
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text}")
+    return value
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -222,7 +229,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("preset", choices=sorted(PRESETS))
     parser.add_argument("--budget", choices=BUDGETS, default="reduced")
-    parser.add_argument("--seeds", type=_positive_int, default=None, help="seeds 0..N-1 (default: the budget's)")
+    parser.add_argument("--seeds", type=_positive_int, default=None, help="how many seeds (default: the budget's)")
+    parser.add_argument(
+        "--first-seed",
+        type=_non_negative_int,
+        default=0,
+        help="run seeds K..K+N-1 instead of 0..N-1, e.g. to add seeds to a cell already run",
+    )
     parser.add_argument(
         "--steps",
         type=_positive_int,
@@ -246,7 +259,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
     if args.batch_seeds and args.ray_address is not None:
         parser.error("--batch-seeds runs locally; leave out --ray-address")
-    seeds = range(args.seeds or get_budget(args.budget).seeds)
+    seeds = range(args.first_seed, args.first_seed + (args.seeds or get_budget(args.budget).seeds))
     try:
         specs = build_specs(args.preset, args.budget, seeds, args.settings, args.methods, args.device, args.steps)
     except ValueError as error:
