@@ -101,6 +101,9 @@ def test_first_seed_adds_seeds_to_a_cell(capsys):
     with pytest.raises(SystemExit):
         experiments_main([*argv[:-2], "--first-seed", "-1", "--list"])
     assert "--first-seed: must be a non-negative integer, got -1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        experiments_main([*argv[:-4], "--seeds", "two", "--list"])
+    assert "--seeds: must be a positive integer, got two" in capsys.readouterr().err
 
 
 def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
