@@ -216,13 +216,9 @@ def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
     """An argparse ``type`` that accepts whole numbers >= ``minimum`` and names ``what`` it wanted otherwise."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
+        if not text.lstrip("+-").isdigit() or int(text) < minimum:
             raise argparse.ArgumentTypeError(f"must be a {what} integer, got {text}")
-        return value
+        return int(text)
 
     return parse
 
