@@ -162,3 +162,18 @@ def test_cuda_graph_training_matches_eager_training(independent_agents):
     graphed, eager = train(True), train(False)
     assert graphed.policy._graphs.graphs  # the planner ran as a graph
     np.testing.assert_allclose(graphed.replay_buffer.actions[:30], eager.replay_buffer.actions[:30], atol=1e-4)
+
+
+@needs_cuda
+def test_runner_trains_batched_seeds_with_cuda_graphs(tmp_path):
+    import json
+
+    from sb3_maxdiff.experiments.__main__ import main as experiments_main
+    from sb3_maxdiff.experiments.specs import RESULT_FILE, build_specs
+
+    cell = ["point-mass-beta", "--budget", "smoke", "--settings", "beta=1", "--methods", "maxdiff"]
+    argv = ["run", *cell, "--seeds", "2", "--device", "cuda", "--cuda-graph", "--batch-seeds", "--out", str(tmp_path)]
+    assert experiments_main(argv) == 0
+    for spec in build_specs("point-mass-beta", "smoke", [0, 1], settings=["beta=1"], methods=["maxdiff"], device="cuda"):
+        result = json.loads((tmp_path / spec.relpath / RESULT_FILE).read_text())
+        assert result["batched_seeds"] == [0, 1] and np.isfinite(result["eval_returns"][spec.env_id]).all()

@@ -5,6 +5,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 
 import pytest
 
@@ -13,6 +14,7 @@ from sb3_maxdiff.experiments.__main__ import main as experiments_main
 from sb3_maxdiff.experiments.execution import execute_run
 from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, _literal_policy_kwargs, cell_kwargs, get_budget
 from sb3_maxdiff.experiments.report import load_runs
+from sb3_maxdiff.experiments.runner import run_specs
 from sb3_maxdiff.experiments.specs import RESULT_FILE, RunSpec, build_specs, is_finished
 
 
@@ -230,6 +232,10 @@ def test_smoke_preset_through_ray_matches_local(tmp_path, ray_head, capsys):
     assert experiments_main(["report", remote]) == 0
     assert time.perf_counter() - start < 180
     assert (tmp_path / "ray" / "point-mass-beta" / "smoke" / "REPORT.md").exists()
+    # runs on a CUDA device ask Ray for a GPU each (Ray hides GPUs from tasks that ask for none): this cluster has none
+    cuda_specs = build_specs("point-mass-beta", "smoke", [0], settings=["beta=1"], methods=["nnmppi"], device="cuda")
+    with pytest.raises(ValueError, match=r"each run asks Ray for 1 GPU \(device cuda\), but the cluster at .* has 0"):
+        run_specs(cuda_specs, str(tmp_path / "cuda"), ray_address=ray_head)
 
     assert experiments_main([*args, "--seeds", "1", "--settings", "beta=0.01", "--out", local, "--jobs", "1"]) == 0
     for spec in build_specs("point-mass-beta", "smoke", [0], settings=["beta=0.01"]):
@@ -340,6 +346,70 @@ def test_interrupted_batch_continues_from_its_checkpoint(tmp_path, monkeypatch):
             steps = [float(row["timesteps"]) for row in csv.DictReader(file)]
         assert steps[:2] == [100.0, 200.0] and len(steps) <= len(lengths) and 200.0 < steps[2] <= 300.0
     assert not os.path.exists(batch_dir(out, specs))
+
+
+def test_cuda_graph_is_an_execution_option_not_part_of_the_spec(tmp_path, monkeypatch):
+    """
+    The runner's ``cuda_graph`` reaches every NN-MPPI / MaxDiff model it builds or loads (on the CPU the model
+    warns and plans eagerly), and a run may be resumed with or without it.
+    """
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    from sb3_maxdiff.experiments.algos import get_algo
+    from sb3_maxdiff.experiments.batched import batch_dir, execute_batch
+
+    def saved_cuda_graph(path) -> bool:
+        return load_from_zip_file(path, load_data=True)[0]["cuda_graph"]
+
+    specs = build_specs("point-mass-beta", "smoke", [0, 1, 2], settings=["beta=1"], methods=["nnmppi"])
+    specs = [
+        RunSpec(**{**spec.to_json(), "checkpoint_every": 100, "eval_env_ids": tuple(spec.eval_env_ids)}) for spec in specs
+    ]
+    batch, single, out = specs[:2], specs[2], str(tmp_path)
+    no_effect = "cuda_graph=True has no effect on device cpu"
+
+    kill_after_progress_calls(monkeypatch, 2 * 250)
+    with pytest.raises(Killed), pytest.warns(UserWarning, match=no_effect):
+        execute_batch(batch, out, cuda_graph=True)  # a new batch model gets it
+    assert saved_cuda_graph(os.path.join(batch_dir(out, batch), "checkpoint_400.zip"))
+    monkeypatch.undo()
+    evaluate, evaluated = execution._evaluate, []
+
+    def evaluate_and_record(model, spec, progress):
+        evaluated.append(model.cuda_graph)
+        return evaluate(model, spec, progress)
+
+    monkeypatch.setattr(execution, "_evaluate", evaluate_and_record)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="cuda_graph")
+        results = execute_batch(batch, out)  # resumed without it: the checkpoint is loaded without it
+    assert [result["resumed_from_steps"] for result in results] == [200, 200] and evaluated == [False, False]
+    assert not any(saved_cuda_graph(os.path.join(out, spec.relpath, "model.zip")) for spec in batch)
+    # a saved model evaluated with it; a new single run trained with it
+    os.remove(os.path.join(out, batch[0].relpath, RESULT_FILE))
+    with pytest.warns(UserWarning, match=no_effect):
+        execute_run(batch[0], out, cuda_graph=True)
+        execute_run(single, out, cuda_graph=True)
+    assert evaluated == [False, False, True, True]
+    assert saved_cuda_graph(os.path.join(out, single.relpath, "model.zip"))
+    assert execution.execution_kwargs(get_algo("sac"), True) == {}  # SAC has no planner to capture
+
+
+def test_runner_refuses_gpu_options_that_cannot_apply(capsys):
+    run = ["run", "point-mass-beta", "--budget", "smoke", "--list"]
+    for extra, message in [
+        (["--cuda-graph"], "--cuda-graph captures the planner on a CUDA device: add --device cuda (got --device cpu)"),
+        (["--gpus-per-run", "0.5"], "--gpus-per-run is a request to Ray: use it with --ray-address"),
+        (["--gpus-per-run", "1.5", "--ray-address", "local"], "--gpus-per-run: must be a fraction in (0, 1] or a whole"),
+        (["--gpus-per-run", "0", "--ray-address", "local"], "number of GPUs, got 0"),
+        (["--gpus-per-run", "half", "--ray-address", "local"], "number of GPUs, got half"),
+    ]:
+        with pytest.raises(SystemExit):
+            experiments_main([*run, *extra])
+        assert message in capsys.readouterr().err
+    assert experiments_main([*run, "--device", "cuda:1", "--cuda-graph"]) == 0  # listing needs no GPU
+    with pytest.raises(ValueError, match="gpus_per_run is a Ray resource request"):
+        run_specs(build_specs("point-mass-beta", "smoke", [0], methods=["sac"]), "unused", gpus_per_run=0.5)
 
 
 def test_batch_seeds_and_ray_do_not_mix(capsys):

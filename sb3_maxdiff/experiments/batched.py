@@ -33,6 +33,7 @@ from sb3_maxdiff.experiments.execution import (
     _truncate_monitor,
     _write_json,
     execute_run,
+    execution_kwargs,
 )
 from sb3_maxdiff.experiments.specs import (
     BATCH_FILE,
@@ -100,8 +101,12 @@ def _seeded_vec_env(specs: list[RunSpec], run_dirs: list[str], resume: bool) -> 
     return DummyVecEnv([make(spec, run_dir) for spec, run_dir in zip(specs, run_dirs)])
 
 
-def train_batch(specs: list[RunSpec], out: str, counter: Any = None) -> None:
-    """Train the runs ``specs`` (one cell, different seeds) as independent agents and save each agent's model."""
+def train_batch(specs: list[RunSpec], out: str, counter: Any = None, cuda_graph: bool = False) -> None:
+    """
+    Train the runs ``specs`` (one cell, different seeds) as independent agents and save each agent's model.
+
+    :param cuda_graph: plan with CUDA graphs (on a CUDA device)
+    """
     first = specs[0]
     seeds = [spec.seed for spec in specs]
     run_dirs = [os.path.join(out, spec.relpath) for spec in specs]
@@ -114,6 +119,7 @@ def train_batch(specs: list[RunSpec], out: str, counter: Any = None) -> None:
     pointer = os.path.join(directory, CHECKPOINT_FILE)
     resume = os.path.exists(pointer) and all(os.path.exists(os.path.join(d, MONITOR_FILE)) for d in run_dirs)
     algo, start = get_algo(first.method), time.perf_counter()
+    options = execution_kwargs(algo, cuda_graph)
     if resume:
         with open(pointer) as file:
             checkpoint = json.load(file)
@@ -121,13 +127,14 @@ def train_batch(specs: list[RunSpec], out: str, counter: Any = None) -> None:
             _truncate_monitor(os.path.join(run_dir, MONITOR_FILE), episodes)
         env = _seeded_vec_env(specs, run_dirs, resume=True)
         stem = os.path.join(directory, f"checkpoint_{checkpoint['timesteps']}")
-        model = algo.load(f"{stem}.zip", env=env, device=first.device)
+        model = algo.load(f"{stem}.zip", env=env, device=first.device, **options)
         model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
         done, episodes, visited = checkpoint["agent_timesteps"], list(checkpoint["episodes"]), checkpoint["visited_cells"]
     else:
         _remove_checkpoints(directory)
         env = _seeded_vec_env(specs, run_dirs, resume=False)
-        model = algo("MlpPolicy", env, seed=first.seed, device=first.device, independent_agents=True, **first.algo_kwargs)
+        kwargs = {**first.algo_kwargs, **options}
+        model = algo("MlpPolicy", env, seed=first.seed, device=first.device, independent_agents=True, **kwargs)
         done, episodes, visited = 0, [0] * len(specs), [None] * len(specs)
     model.set_random_seed(first.seed + done)
     env._seeds = [seed + done for seed in seeds]  # environment i follows seed i (SB3 would use first.seed + i)
@@ -147,10 +154,13 @@ def train_batch(specs: list[RunSpec], out: str, counter: Any = None) -> None:
     os.rmdir(directory)
 
 
-def execute_batch(specs: list[RunSpec], out: str, counter: Any = None, threads: int = 1) -> list[dict[str, Any]]:
+def execute_batch(
+    specs: list[RunSpec], out: str, counter: Any = None, threads: int = 1, cuda_graph: bool = False
+) -> list[dict[str, Any]]:
     """
     Train the seeds of ``specs`` that have no model yet in one process, then evaluate and write every run
-    as :func:`execute_run` does (finished runs are returned as they are).
+    as :func:`execute_run` does (finished runs are returned as they are). ``threads`` and ``cuda_graph``: as
+    for :func:`execute_run`.
     """
     th.set_num_threads(threads)
     untrained = [
@@ -159,5 +169,5 @@ def execute_batch(specs: list[RunSpec], out: str, counter: Any = None, threads: 
         if not any(os.path.exists(os.path.join(out, spec.relpath, name)) for name in (RESULT_FILE, MODEL_FILE))
     ]
     if len(untrained) > 1:  # one seed alone is an ordinary run
-        train_batch(untrained, out, counter)
-    return [execute_run(spec, out, counter, threads) for spec in specs]
+        train_batch(untrained, out, counter, cuda_graph)
+    return [execute_run(spec, out, counter, threads, cuda_graph) for spec in specs]

@@ -37,6 +37,7 @@ from sb3_maxdiff.experiments.specs import (
     is_finished,
     read_windows,
 )
+from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 
 __all__ = ["RESULT_FILE", "RunSpec", "build_specs", "execute_run", "is_finished"]
 
@@ -172,26 +173,37 @@ def _truncate_monitor(path: str, episodes: int) -> None:
         file.writelines(lines[: 2 + episodes])
 
 
-def _build_or_resume(run_dir: str, spec: RunSpec) -> tuple[Any, int, int]:
+def execution_kwargs(algo: type, cuda_graph: bool) -> dict[str, Any]:
+    """
+    Keyword arguments that set how a model of ``algo`` runs, not what it computes, for its constructor and for
+    ``load`` (where they override what the saved model had): ``cuda_graph`` for the model-based methods (SAC has
+    no planner to capture).
+    """
+    return {"cuda_graph": cuda_graph} if issubclass(algo, NNMPPI) else {}
+
+
+def _build_or_resume(run_dir: str, spec: RunSpec, cuda_graph: bool = False) -> tuple[Any, int, int]:
     """The model to train (fresh, or the latest checkpoint with its replay buffer), its steps and episodes."""
     algo = get_algo(spec.method)
+    options = execution_kwargs(algo, cuda_graph)
     pointer = os.path.join(run_dir, CHECKPOINT_FILE)
     monitor_path = os.path.join(run_dir, MONITOR_FILE)
     if spec.single_shot:
-        return algo("MlpPolicy", _make_env(spec.env_id, spec), seed=spec.seed, device=spec.device, **spec.algo_kwargs), 0, 0
+        env = _make_env(spec.env_id, spec)
+        return algo("MlpPolicy", env, seed=spec.seed, device=spec.device, **spec.algo_kwargs, **options), 0, 0
     if os.path.exists(pointer) and os.path.exists(monitor_path):
         with open(pointer) as file:
             checkpoint = json.load(file)
         _truncate_monitor(monitor_path, checkpoint["episodes"])
         env = Monitor(_make_env(spec.env_id, spec), monitor_path, override_existing=False)
         stem = os.path.join(run_dir, f"checkpoint_{checkpoint['timesteps']}")
-        model = algo.load(f"{stem}.zip", env=env, device=spec.device)
+        model = algo.load(f"{stem}.zip", env=env, device=spec.device, **options)
         model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
         model.set_random_seed(spec.seed + checkpoint["timesteps"])
         return model, checkpoint["timesteps"], checkpoint["episodes"]
     _remove_checkpoints(run_dir)
     env = Monitor(_make_env(spec.env_id, spec), monitor_path)
-    return algo("MlpPolicy", env, seed=spec.seed, device=spec.device, **spec.algo_kwargs), 0, 0
+    return algo("MlpPolicy", env, seed=spec.seed, device=spec.device, **spec.algo_kwargs, **options), 0, 0
 
 
 def _evaluate(model: Any, spec: RunSpec, progress: _Progress) -> dict[str, list[float]]:
@@ -208,11 +220,17 @@ def _evaluate(model: Any, spec: RunSpec, progress: _Progress) -> dict[str, list[
     return returns
 
 
-def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1) -> dict[str, Any]:
+def execute_run(
+    spec: RunSpec, out: str, counter: Any = None, threads: int = 1, cuda_graph: bool = False
+) -> dict[str, Any]:
     """
     Train, save and evaluate one run into ``<out>/<spec.relpath>``, resuming from what is on disk: a
     finished run is returned as it is, a trained but unevaluated model is evaluated, a checkpoint is
     trained on from.
+
+    :param threads: torch threads
+    :param cuda_graph: plan with CUDA graphs (NN-MPPI and MaxDiff on a CUDA device). Like ``threads`` it is
+        not part of the run's spec, so a run may be resumed with or without it.
     """
     run_dir = os.path.join(out, spec.relpath)
     result_path = os.path.join(run_dir, RESULT_FILE)
@@ -227,14 +245,15 @@ def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1) 
     model_path = os.path.join(run_dir, MODEL_FILE)
     result: dict[str, Any] = {"spec": spec.to_json()}
     if os.path.exists(model_path):
-        model = get_algo(spec.method).load(model_path, device=spec.device)
+        algo = get_algo(spec.method)
+        model = algo.load(model_path, device=spec.device, **execution_kwargs(algo, cuda_graph))
         result["resumed_from_steps"] = spec.steps
         batch_path = os.path.join(run_dir, BATCH_FILE)
         if os.path.exists(batch_path):  # trained with other seeds in one process: its training time and seeds
             with open(batch_path) as file:
                 result.update(json.load(file))
     else:
-        model, done_steps, episodes = _build_or_resume(run_dir, spec)
+        model, done_steps, episodes = _build_or_resume(run_dir, spec, cuda_graph)
         result["resumed_from_steps"] = done_steps
         callbacks = _callbacks(run_dir, spec, progress, episodes, done_steps)
         if spec.single_shot:

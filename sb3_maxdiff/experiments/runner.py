@@ -35,12 +35,12 @@ def _init_worker(counter: Any) -> None:
 _worker_counter: Any = None
 
 
-def _local_task(specs: list[RunSpec], out: str, threads: int) -> list[dict[str, Any]]:
+def _local_task(specs: list[RunSpec], out: str, threads: int, cuda_graph: bool) -> list[dict[str, Any]]:
     """One run, or the seeds of one cell batched in this process."""
     try:
         if len(specs) == 1:
-            return [execute_run(specs[0], out, _worker_counter, threads)]
-        return execute_batch(specs, out, _worker_counter, threads)
+            return [execute_run(specs[0], out, _worker_counter, threads, cuda_graph)]
+        return execute_batch(specs, out, _worker_counter, threads, cuda_graph)
     except Exception:
         text = traceback.format_exc()
         for spec in specs:
@@ -97,7 +97,9 @@ def _summary(result: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def run_local(groups: list[list[RunSpec]], out: str, jobs: int, threads: int = 1) -> list[RunSpec]:
+def run_local(
+    groups: list[list[RunSpec]], out: str, jobs: int, threads: int = 1, cuda_graph: bool = False
+) -> list[RunSpec]:
     """
     Run each group in one of ``jobs`` worker processes (a group: one run, or the seeds of a cell to batch);
     returns the runs that failed.
@@ -107,7 +109,9 @@ def run_local(groups: list[list[RunSpec]], out: str, jobs: int, threads: int = 1
     display = ProgressDisplay(sum(spec.work for group in groups for spec in group), sum(len(group) for group in groups))
     failed: list[RunSpec] = []
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(counter,)) as pool:
-        futures: dict[Future, list[RunSpec]] = {pool.submit(_local_task, group, out, threads): group for group in groups}
+        futures: dict[Future, list[RunSpec]] = {
+            pool.submit(_local_task, group, out, threads, cuda_graph): group for group in groups
+        }
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
@@ -129,13 +133,13 @@ def _report_outcome(future: Future, group: list[RunSpec], display: ProgressDispl
         display.run_finished(spec, f"FAILED ({type(error).__name__}: {error}); see error.txt in its folder")
 
 
-def _ray_task(spec_data: dict[str, Any], threads: int) -> dict[str, bytes]:
+def _ray_task(spec_data: dict[str, Any], threads: int, cuda_graph: bool = False) -> dict[str, bytes]:
     """On a Ray node: run into a scratch folder and send back the run folder's files."""
     spec = RunSpec.from_json(spec_data)
     scratch = tempfile.mkdtemp(prefix="sb3_maxdiff_run_")
     try:
         try:
-            execute_run(spec, scratch, None, threads)
+            execute_run(spec, scratch, None, threads, cuda_graph)
         except Exception:
             _record_failure(scratch, spec, traceback.format_exc())
         run_dir = os.path.join(scratch, spec.relpath)
@@ -144,20 +148,38 @@ def _ray_task(spec_data: dict[str, Any], threads: int) -> dict[str, bytes]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def run_ray(specs: list[RunSpec], out: str, address: str, threads: int = 1) -> list[RunSpec]:
+def run_ray(
+    specs: list[RunSpec],
+    out: str,
+    address: str,
+    threads: int = 1,
+    cuda_graph: bool = False,
+    gpus_per_run: float | None = None,
+) -> list[RunSpec]:
     """
     Send ``specs`` to the Ray cluster at ``address`` (``"local"``: start a Ray instance on this machine),
     one task of ``threads`` CPUs per run, and write each run's files under ``out`` as it comes back.
     A run interrupted on a node starts again from scratch; finished runs are never run twice.
+
+    :param gpus_per_run: GPUs each task asks Ray for (a fraction lets runs share a GPU). Default: 1 where the
+        runs' device is CUDA, else 0. Ray hides the GPUs from a task that asks for none.
     """
     try:
         import ray
     except ImportError as error:
         raise ImportError("--ray-address needs Ray: pip install 'sb3-maxdiff[ray]'") from error
 
+    if gpus_per_run is None:
+        gpus_per_run = 1.0 if any(spec.device.startswith("cuda") for spec in specs) else 0.0
     ray.init(address=None if address == "local" else address, ignore_reinit_error=True, log_to_driver=False)
-    remote = ray.remote(num_cpus=threads)(_ray_task)
-    refs = {remote.remote(spec.to_json(), threads): spec for spec in specs}
+    cluster_gpus = ray.cluster_resources().get("GPU", 0.0)
+    if gpus_per_run > cluster_gpus:
+        raise ValueError(
+            f"each run asks Ray for {gpus_per_run:g} GPU (device {specs[0].device}), but the cluster at {address} "
+            f"has {cluster_gpus:g}; run on GPU nodes or with --device cpu"
+        )
+    remote = ray.remote(num_cpus=threads, num_gpus=gpus_per_run)(_ray_task)
+    refs = {remote.remote(spec.to_json(), threads, cuda_graph): spec for spec in specs}
     display = ProgressDisplay(sum(spec.work for spec in specs), len(specs))
     failed: list[RunSpec] = []
     pending = list(refs)
@@ -190,11 +212,16 @@ def run_specs(
     threads: int = 1,
     ray_address: str | None = None,
     batch_seeds: bool = False,
+    cuda_graph: bool = False,
+    gpus_per_run: float | None = None,
 ) -> tuple[list[RunSpec], list[RunSpec]]:
     """
     Run the unfinished ``specs``; returns (those skipped as already finished, those that failed).
 
     :param batch_seeds: train the seeds of each NN-MPPI / MaxDiff cell together in one process (local runs only)
+    :param cuda_graph: NN-MPPI and MaxDiff plan with CUDA graphs (runs on a CUDA device). Like ``threads``, it
+        is not part of a run's spec: a run started without it may be resumed with it, and the other way round.
+    :param gpus_per_run: GPUs each run asks Ray for (Ray runs only; see :func:`run_ray`)
     """
     skipped = [spec for spec in specs if is_finished(out, spec)]
     todo = [spec for spec in specs if not is_finished(out, spec)]
@@ -203,13 +230,15 @@ def run_specs(
     if ray_address is not None:
         if batch_seeds:
             raise ValueError("batch_seeds runs locally; leave out ray_address (or batch_seeds)")
-        return skipped, run_ray(todo, out, ray_address, threads)
+        return skipped, run_ray(todo, out, ray_address, threads, cuda_graph, gpus_per_run)
+    if gpus_per_run is not None:
+        raise ValueError("gpus_per_run is a Ray resource request; give ray_address too (or leave gpus_per_run out)")
     if batch_seeds:
         groups = group_batches(todo)
     else:
         groups = [[spec] for spec in todo]
     jobs = jobs or max(1, (os.cpu_count() or 1) // threads)
-    return skipped, run_local(groups, out, min(jobs, len(groups)), threads)
+    return skipped, run_local(groups, out, min(jobs, len(groups)), threads, cuda_graph)
 
 
 def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
@@ -225,6 +254,17 @@ def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
 
 _positive_int = _int_at_least(1, "positive")
 _non_negative_int = _int_at_least(0, "non-negative")
+
+
+def _gpu_share(text: str) -> float:
+    """An argparse ``type`` for a Ray GPU request: a fraction in (0, 1] or a whole number of GPUs."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (0 < value <= 1 or (value > 1 and value.is_integer())):
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1] or a whole number of GPUs, got {text}")
+    return value
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -250,7 +290,18 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--jobs", type=_positive_int, default=None, help="parallel runs (default: cores / threads)")
     parser.add_argument("--threads", type=_positive_int, default=1, help="torch threads per run")
     parser.add_argument("--device", default="cpu", help="torch device of each run")
+    parser.add_argument(
+        "--cuda-graph",
+        action="store_true",
+        help="NN-MPPI and MaxDiff replay their planner as a CUDA graph (with --device cuda; not part of a run's spec)",
+    )
     parser.add_argument("--ray-address", default=None, help="run on this Ray cluster ('local': a Ray instance here)")
+    parser.add_argument(
+        "--gpus-per-run",
+        type=_gpu_share,
+        default=None,
+        help="GPUs each run asks Ray for, e.g. 0.25 to share a GPU by 4 (default: 1 with a CUDA --device, else 0)",
+    )
     parser.add_argument(
         "--batch-seeds",
         action="store_true",
@@ -261,6 +312,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
     if args.batch_seeds and args.ray_address is not None:
         parser.error("--batch-seeds runs locally; leave out --ray-address")
+    if args.gpus_per_run is not None and args.ray_address is None:
+        parser.error("--gpus-per-run is a request to Ray: use it with --ray-address")
+    if args.cuda_graph and not args.device.startswith("cuda"):
+        parser.error(f"--cuda-graph captures the planner on a CUDA device: add --device cuda (got --device {args.device})")
     seeds = range(args.first_seed, args.first_seed + (args.seeds or get_budget(args.budget).seeds))
     try:
         specs = build_specs(args.preset, args.budget, seeds, args.settings, args.methods, args.device, args.steps)
@@ -270,7 +325,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         for spec in specs:
             print(f"{'done' if is_finished(args.out, spec) else 'todo'}  {spec.relpath}")
         return 0
-    skipped, failed = run_specs(specs, args.out, args.jobs, args.threads, args.ray_address, args.batch_seeds)
+    skipped, failed = run_specs(
+        specs, args.out, args.jobs, args.threads, args.ray_address, args.batch_seeds, args.cuda_graph, args.gpus_per_run
+    )
     done = len(specs) - len(failed)
     print(
         f"{done}/{len(specs)} runs finished ({len(skipped)} were already on disk), {len(failed)} failed; results in {args.out}"
