@@ -62,7 +62,19 @@ def test_single_shot_needs_one_env():
         learn_single_shot(model, 10)
 
 
-def test_single_shot_threads_must_be_positive(capsys):
+@pytest.mark.parametrize(
+    "command, option, value, message",
+    [
+        ("single-shot", "--threads", "0", "--threads: must be a positive integer, got 0"),
+        ("single-shot", "--steps", "0", "--steps: must be a positive integer, got 0"),
+        ("single-shot", "--window", "1e3", "--window: must be a positive integer, got 1e3"),
+        ("single-shot", "--seed", "-1", "--seed: must be a non-negative integer, got -1"),
+        ("transfer", "--episodes", "0", "--episodes: must be a positive integer, got 0"),
+        ("transfer", "--threads", "two", "--threads: must be a positive integer, got two"),
+    ],
+)
+def test_commands_refuse_bad_numbers(command, option, value, message, capsys):
+    required = ["--algo", "nnmppi", "--env", SWIMMER_HEAVY] + (["--model", "unused.zip"] if command == "transfer" else [])
     with pytest.raises(SystemExit) as exit_info:
-        experiments_main(["single-shot", "--algo", "nnmppi", "--env", SWIMMER_HEAVY, "--threads", "0"])
-    assert exit_info.value.code == 2 and "--threads must be an integer >= 1, got 0" in capsys.readouterr().err
+        experiments_main([command, *required, option, value])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err

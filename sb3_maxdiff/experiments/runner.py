@@ -17,10 +17,10 @@ import shutil
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
+from sb3_maxdiff.experiments.arguments import gpu_share, non_negative_int, positive_int
 from sb3_maxdiff.experiments.batched import execute_batch, group_batches
 from sb3_maxdiff.experiments.execution import execute_run
 from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, get_budget
@@ -241,54 +241,28 @@ def run_specs(
     return skipped, run_local(groups, out, min(jobs, len(groups)), threads, cuda_graph)
 
 
-def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
-    """An argparse ``type`` that accepts whole numbers >= ``minimum`` and names ``what`` it wanted otherwise."""
-
-    def parse(text: str) -> int:
-        if not text.lstrip("+-").isdigit() or int(text) < minimum:
-            raise argparse.ArgumentTypeError(f"must be a {what} integer, got {text}")
-        return int(text)
-
-    return parse
-
-
-_positive_int = _int_at_least(1, "positive")
-_non_negative_int = _int_at_least(0, "non-negative")
-
-
-def _gpu_share(text: str) -> float:
-    """An argparse ``type`` for a Ray GPU request: a fraction in (0, 1] or a whole number of GPUs."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (0 < value <= 1 or (value > 1 and value.is_integer())):
-        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1] or a whole number of GPUs, got {text}")
-    return value
-
-
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("preset", choices=sorted(PRESETS))
     parser.add_argument("--budget", choices=BUDGETS, default="reduced")
-    parser.add_argument("--seeds", type=_positive_int, default=None, help="how many seeds (default: the budget's)")
+    parser.add_argument("--seeds", type=positive_int, default=None, help="how many seeds (default: the budget's)")
     parser.add_argument(
         "--first-seed",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=0,
         help="run seeds K..K+N-1 instead of 0..N-1, e.g. to add seeds to a cell already run",
     )
     parser.add_argument(
         "--steps",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="environment steps per run instead of the budget's (stored apart, as budget '<budget>-<steps>-steps')",
     )
     parser.add_argument("--out", default="results", help="results folder")
     parser.add_argument("--settings", nargs="+", default=None, help="only these settings of the preset")
     parser.add_argument("--methods", nargs="+", default=None, help="only these methods")
-    parser.add_argument("--jobs", type=_positive_int, default=None, help="parallel runs (default: cores / threads)")
-    parser.add_argument("--threads", type=_positive_int, default=1, help="torch threads per run")
+    parser.add_argument("--jobs", type=positive_int, default=None, help="parallel runs (default: cores / threads)")
+    parser.add_argument("--threads", type=positive_int, default=1, help="torch threads per run")
     parser.add_argument("--device", default="cpu", help="torch device of each run")
     parser.add_argument(
         "--cuda-graph",
@@ -298,7 +272,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--ray-address", default=None, help="run on this Ray cluster ('local': a Ray instance here)")
     parser.add_argument(
         "--gpus-per-run",
-        type=_gpu_share,
+        type=gpu_share,
         default=None,
         help="GPUs each run asks Ray for, e.g. 0.25 to share a GPU by 4 (default: 1 with a CUDA --device, else 0)",
     )

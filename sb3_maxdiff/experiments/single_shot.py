@@ -21,6 +21,7 @@ from stable_baselines3.common.type_aliases import MaybeCallback
 from sb3_maxdiff.common.callbacks import WindowReturnLogger
 from sb3_maxdiff.envs import ANT
 from sb3_maxdiff.experiments.algos import ALGOS, get_algo
+from sb3_maxdiff.experiments.arguments import non_negative_int, positive_int
 
 
 class SingleShotResult(NamedTuple):
@@ -63,17 +64,15 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> SingleShotRe
     parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algo", required=True, choices=sorted(ALGOS))
     parser.add_argument("--env", required=True, help="registered environment id")
-    parser.add_argument("--steps", type=int, default=10_000)
-    parser.add_argument("--window", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--steps", type=positive_int, default=10_000)
+    parser.add_argument("--window", type=positive_int, default=1000)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--csv", default=None, help="CSV file for the window returns")
     parser.add_argument("--save", default=None, help="where to save the trained model")
     parser.add_argument("--kwargs", type=json.loads, default={}, help="algorithm keyword arguments as JSON")
     parser.add_argument("--progress-bar", action="store_true")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1; more oversubscribe a busy machine)")
+    parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (more oversubscribe a busy machine)")
     args = parser.parse_args(argv)
-    if args.threads < 1:
-        parser.error(f"--threads must be an integer >= 1, got {args.threads}")
     torch.set_num_threads(args.threads)
 
     model = get_algo(args.algo)("MlpPolicy", make_single_shot_env(args.env), seed=args.seed, **args.kwargs)

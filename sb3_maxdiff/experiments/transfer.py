@@ -15,6 +15,7 @@ import torch
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from sb3_maxdiff.experiments.algos import ALGOS, get_algo
+from sb3_maxdiff.experiments.arguments import non_negative_int, positive_int
 
 
 class TransferResult(NamedTuple):
@@ -44,12 +45,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> TransferResu
     parser.add_argument("--algo", required=True, choices=sorted(ALGOS))
     parser.add_argument("--model", required=True, help="path of the saved model (.zip)")
     parser.add_argument("--env", required=True, help="environment to evaluate on")
-    parser.add_argument("--episodes", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1; more oversubscribe a busy machine)")
+    parser.add_argument("--episodes", type=positive_int, default=10)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
+    parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (more oversubscribe a busy machine)")
     args = parser.parse_args(argv)
-    if args.threads < 1:
-        parser.error(f"--threads must be an integer >= 1, got {args.threads}")
     torch.set_num_threads(args.threads)
     result = evaluate_transfer(args.model, args.algo, args.env, args.episodes, args.seed)
     print(f"{args.env}: episode return {result.mean:.2f} +/- {result.std:.2f} over {len(result.returns)} episodes")
