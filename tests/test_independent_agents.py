@@ -1,5 +1,7 @@
 """N independent agents in one algorithm object (``independent_agents=True``)."""
 
+import csv
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -248,6 +250,22 @@ def test_callbacks_evaluation_and_logger(tmp_path):
     returns, _ = evaluate_policy(model, vec_env(3, seed=7), n_eval_episodes=3, return_episode_rewards=True)
     assert len(returns) == 3
     assert (tmp_path / "evaluations.npz").exists()
+
+
+def test_logger_gets_the_means_and_each_agents_values(tmp_path):
+    from stable_baselines3.common.logger import configure
+
+    env = DummyVecEnv([lambda: Monitor(gym.make(POINT_MASS, max_episode_steps=20)) for _ in range(3)])
+    model = MaxDiffMPPI(env, independent_agents=True, seed=0, **TINY)
+    model.set_logger(configure(str(tmp_path), ["csv"]))
+    model.learn(3 * 60, log_interval=1)  # every agent ends an episode at least every 20 steps
+    with open(tmp_path / "progress.csv") as file:  # SB3 dumps once per ended episode: the first dump of a step has them
+        last = [row for row in csv.DictReader(file) if row["train/model_loss"]][-1]
+    agent_losses = [float(last[f"train/model_loss_agent_{index}"]) for index in range(3)]
+    assert float(last["train/model_loss"]) == pytest.approx(np.mean(agent_losses), rel=1e-5)
+    assert len(set(agent_losses)) == 3  # three models, three losses
+    agent_returns = [float(last[f"rollout/ep_rew_agent_{index}"]) for index in range(3)]
+    assert np.isfinite(agent_returns).all() and len(set(agent_returns)) == 3
 
 
 def test_bad_inputs():
