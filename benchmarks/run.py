@@ -13,6 +13,9 @@ Every figure is the median of ``--calls`` timed calls after two warm-up calls. P
    (plan + 5 updates) with the replay buffer filled to 10k and to 1M, and the baseline's plan,
    updates and whole step at the same fills;
 2. planner time against K * H and against the number of parallel environments (Swimmer).
+
+Seed-batched training (N independent agents in one model against N single-agent models) is timed by
+``benchmarks/agents.py``, which reuses this file's configurations and timing helpers.
 """
 
 import argparse
