@@ -28,12 +28,12 @@ from sb3_maxdiff.experiments.specs import (
     ERGODICITY_FILE,
     MODEL_FILE,
     MONITOR_FILE,
-    POINT_MASS_ERGODICITY,
     RESULT_FILE,
     SPEC_FILE,
     WINDOWS_FILE,
     RunSpec,
     build_specs,
+    ergodicity_grid,
     is_finished,
     read_windows,
 )
@@ -73,16 +73,18 @@ def _ergodicity_logger(
     run_dir: str, spec: RunSpec, steps_before: int, visited: list | None = None, env_index: int | None = None
 ) -> Any:
     """
-    The ergodicity callback of a multi-shot point-mass run (None for other runs), writing ``ergodicity.csv``.
+    The ergodicity callback of a multi-shot run on an environment with a diagnostics grid (the point mass,
+    the paper's swimmers; None for other runs), writing ``ergodicity.csv``.
     A fresh run starts the file anew; a resumed one keeps the rows up to its checkpoint and the grid cells
     visited until then (``visited``, else read from the run's checkpoint file).
 
     :param env_index: the environment of this run in a seed-batched VecEnv (None: a run of its own)
     """
-    if spec.single_shot or "PointMass" not in spec.env_id:
+    grid = ergodicity_grid(spec.env_id)
+    if spec.single_shot or grid is None:
         return None
     path = os.path.join(run_dir, ERGODICITY_FILE)
-    logger = ErgodicityLogger(**POINT_MASS_ERGODICITY, csv_path=path, env_index=env_index)
+    logger = ErgodicityLogger(**grid, csv_path=path, env_index=env_index)
     if steps_before == 0:
         if os.path.exists(path):
             os.remove(path)

@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from sb3_maxdiff.envs import SWIMMER_HEAVY, SWIMMER_LIGHT
 from sb3_maxdiff.experiments.presets import cell_kwargs, get_budget, get_preset
 
 RESULT_FILE = "result.json"
@@ -29,6 +30,17 @@ BATCH_FILE = "batch.json"
 ERGODICITY_FILE = "ergodicity.csv"
 # ergodicity diagnostics of the point mass's training paths: (x, y) on a 20 x 20 grid over its +/-5 box
 POINT_MASS_ERGODICITY = dict(dims=[0, 1], low=[-5.0, -5.0], high=[5.0, 5.0], bins=20)
+# the paper's swimmers keep the tip's (x, y) as observations 0 and 1: a 40 x 40 grid of 0.5 m cells over +/-10 m
+SWIMMER_ERGODICITY = dict(dims=[0, 1], low=[-10.0, -10.0], high=[10.0, 10.0], bins=40)
+
+
+def ergodicity_grid(env_id: str) -> dict[str, Any] | None:
+    """The exploration dims and coverage grid of the diagnostics for ``env_id``; None where none is defined."""
+    if "PointMass" in env_id:
+        return POINT_MASS_ERGODICITY
+    if env_id in (SWIMMER_HEAVY, SWIMMER_LIGHT):
+        return SWIMMER_ERGODICITY
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
