@@ -51,7 +51,7 @@ def test_every_preset_resolves_its_hyperparameters(budget):
         assert len(specs) == len(preset.cells)
         for spec in specs:
             assert spec.steps == get_budget(budget).steps["point-mass" if "PointMass" in spec.env_id else "mujoco"]
-            assert isinstance(spec.algo_kwargs["policy_kwargs"], dict)
+            assert isinstance(spec.algo_kwargs.get("policy_kwargs", {}), dict)
             json.dumps(spec.to_json())  # plain data, for worker processes and Ray
 
 
@@ -64,6 +64,7 @@ def test_preset_hyperparameters_are_the_published_ones():
     single = {(c.setting, c.method): c for c in PRESETS["single-shot"].cells}
     swimmer = cell_kwargs(single[("swimmer", "maxdiff")], get_budget("paper"))
     assert swimmer["alpha"] == 50.0 and swimmer["n_samples"] == 1000 and swimmer["temperature"] == 0.1
+    assert swimmer["window"] is True and swimmer["gradient_steps"] == 10
     alphas = [cell.overrides["alpha"] for cell in PRESETS["swimmer-alpha"].cells]
     assert min(alphas) == 1.0 and max(alphas) == 1000.0
 
@@ -416,3 +417,21 @@ def test_batch_seeds_and_ray_do_not_mix(capsys):
     with pytest.raises(SystemExit):
         experiments_main(["run", "point-mass-beta", "--budget", "smoke", "--batch-seeds", "--ray-address", "local"])
     assert "--batch-seeds runs locally" in capsys.readouterr().err
+
+
+def test_swimmer_runs_record_ergodicity_and_sac_zoo_runs(tmp_path):
+    out = str(tmp_path)
+    common = ["--budget", "smoke", "--settings", "heavy", "--seeds", "1", "--out", out]
+    assert experiments_main(["run", "swimmer-methods", "--methods", "maxdiff", "sac-zoo", *common]) == 0
+    for method in ("maxdiff", "sac-zoo"):
+        run_dir = tmp_path / "swimmer-methods" / "smoke" / "heavy" / method / "seed_0"
+        with open(run_dir / "ergodicity.csv") as file:
+            rows = list(csv.DictReader(file))
+        assert [float(row["timesteps"]) for row in rows] == [100.0, 200.0, 300.0]
+        # the swimmer's (x, y) on a 40 x 40 grid: a 100-step episode stays within a few cells of the start
+        assert 0 < float(rows[-1]["coverage"]) < 0.01
+        result = json.loads((run_dir / RESULT_FILE).read_text())
+        assert result["ergodicity"]["episodes"] == 3
+    assert experiments_main(["report", out]) == 0
+    report = (tmp_path / "swimmer-methods" / "smoke" / "REPORT.md").read_text()
+    assert "| heavy | SAC (RL Zoo) |" in report and "40 x 40 cells" in report

@@ -1,11 +1,12 @@
+import json
 import math
 
 import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from sb3_maxdiff.experiments.report import value_at
-from sb3_maxdiff.experiments.stats import compare, format_pvalue, summarize, welch_ttest
+from sb3_maxdiff.experiments.report import run_value_at, value_at
+from sb3_maxdiff.experiments.stats import compare, format_pvalue, mann_whitney_pvalue, summarize, welch_ttest
 
 FIXED = [
     ([1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]),
@@ -112,3 +113,38 @@ def test_per_seed_tests_compare_methods_on_training_returns_and_diagnostics():
     assert f"t = {expected.statistic:.2f}" in exponent and "0.60 +/- 0.08 (n = 3)" in exponent
     # the diagnostics nobody logged get no row; 20k is past the runs' end, so no row either
     assert not [line for line in lines if "coverage" in line or "20,000" in line]
+
+
+def test_running_max_counts_full_length_episodes_only():
+    # a first episode cut short at 118 steps scores -836, better than any full one: it must not be the best
+    steps, returns = np.array([118, 1118, 2118, 3118]), np.array([-836.0, -1500.0, -1200.0, -1300.0])
+    full = np.array([False, True, True, True])
+    at = np.array([118, 1118, 3118])
+    assert np.isnan(value_at(steps, returns, at, running_max=True, full=full)[0])
+    assert list(value_at(steps, returns, at, running_max=True, full=full)[1:]) == [-1500.0, -1200.0]
+    assert list(value_at(steps, returns, at, running_max=True)) == [-836.0, -836.0, -836.0]  # every episode counted
+    assert list(value_at(steps, returns, at, full=full)) == [-836.0, -1500.0, -1300.0]  # raw: the last episode, any length
+
+
+def test_report_reads_which_episodes_ran_their_full_length(tmp_path):
+    from sb3_maxdiff.experiments.report import episode_length, load_runs
+    from sb3_maxdiff.experiments.specs import build_specs
+
+    spec = build_specs("point-mass-beta", "reduced", [0], settings=["beta=0.001"], methods=["nnmppi"])[0]
+    assert episode_length(spec) == 1000 and episode_length(build_specs("point-mass-beta", "smoke", [0])[0]) == 100
+    run_dir = tmp_path / spec.relpath
+    run_dir.mkdir(parents=True)
+    (run_dir / "result.json").write_text(json.dumps({"spec": spec.to_json()}))
+    lines = [f"#{json.dumps({'t_start': 0.0, 'env_id': spec.env_id})}", "r,l,t"]
+    lines += [f"{r},{length},0.0" for r, length in ((-836.0, 118), (-1500.0, 1000), (-1200.0, 1000))]
+    (run_dir / "monitor.csv").write_text("\n".join(lines) + "\n")
+    (run,) = load_runs(str(tmp_path))[("point-mass-beta", "reduced")]
+    assert list(run.curve_full) == [False, True, True]
+    assert list(run_value_at(run, np.array([1118, 2118]), running_max=True)) == [-1500.0, -1200.0]
+
+
+def test_mann_whitney_exact_two_sided():
+    # U = 0 with 3 against 3: two of the 20 equally likely rank splits are as extreme, p = 0.1
+    assert mann_whitney_pvalue([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(0.1)
+    assert mann_whitney_pvalue([1.0, 5.0, 3.0], [4.0, 2.0, 6.0]) == pytest.approx(0.7)
+    assert math.isnan(mann_whitney_pvalue([], [1.0])) and math.isnan(mann_whitney_pvalue([2.0], [2.0]))

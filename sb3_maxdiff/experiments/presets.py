@@ -4,17 +4,28 @@ the algorithm's keyword arguments, at three budgets (``paper``, ``reduced``, ``s
 
 The hyperparameters come from the RL Zoo files in ``hyperparams/`` (the published
 settings); a preset only states what differs from them (an alpha of a sweep, single-shot samples).
+The method ``sac-zoo`` is SB3's SAC with the hyperparameters that the installed RL Zoo (rl_zoo3) ships
+for the matching Gymnasium task, read from its YAML file.
 """
 
 import ast
 import dataclasses
+import importlib.util
+import os
+from functools import cache
 from typing import Any
+
+import yaml
 
 from sb3_maxdiff.envs import ANT, HALF_CHEETAH, POINT_MASS_BETAS, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
 from sb3_maxdiff.hyperparams import load_hyperparams
 
 METHODS = ("maxdiff", "nnmppi", "sac")
-METHOD_LABELS = {"maxdiff": "MaxDiff", "nnmppi": "NN-MPPI", "sac": "SAC"}
+# SB3's SAC with RL Zoo's tuned hyperparameters: the baseline an RL Zoo user would pick
+SAC_ZOO = "sac-zoo"
+METHOD_LABELS = {"maxdiff": "MaxDiff", "nnmppi": "NN-MPPI", "sac": "SAC", SAC_ZOO: "SAC (RL Zoo)"}
+# the entry of RL Zoo's sac.yml that ``sac-zoo`` reads for each of our environments
+ZOO_ENTRIES = {SWIMMER_HEAVY: "Swimmer-v4", SWIMMER_LIGHT: "Swimmer-v4"}
 BUDGETS = ("paper", "reduced", "smoke")
 SWIMMER_ALPHAS = (1.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0)
 
@@ -63,7 +74,7 @@ class Cell:
     One (setting, method) pair of an experiment.
 
     :param setting: the experimental condition, e.g. ``"beta=0.01"``
-    :param method: ``"maxdiff"``, ``"nnmppi"`` or ``"sac"``
+    :param method: ``"maxdiff"``, ``"nnmppi"``, ``"sac"`` or ``"sac-zoo"``
     :param env_id: training environment
     :param overrides: algorithm keyword arguments on top of the published ones
     :param single_shot: one never-reset episode for the whole run
@@ -91,8 +102,10 @@ class Preset:
     cells: tuple[Cell, ...]
     # (setting, method) -> (mean, std) of the published final evaluation
     published_final: dict[tuple[str, str], tuple[float, float]] = dataclasses.field(default_factory=dict)
-    # (setting, method) -> {steps: mean training return over seeds}
+    # (setting, method) -> {steps: mean training return over seeds (window return for single-shot runs)}
     published_curve: dict[tuple[str, str], dict[int, float]] = dataclasses.field(default_factory=dict)
+    # what the published numbers are, where they come from, and how they differ from ours
+    notes: str = ""
 
     @property
     def settings(self) -> list[str]:
@@ -131,6 +144,25 @@ _PM_CURVE = {
     ("beta=1", "sac"): {10_000: -467.0, 20_000: -266.0},
 }
 _SWIMMER_FINAL = {"heavy": (151.7, 11.2, 33.6, 10.6, 33.5, 17.7), "light": (375.3, 10.2, 331.7, 100.0, 96.4, 20.4)}
+# the paper's heavy-tail training curves (Fig. 3c, 10 seeds); the 100k points are read off the plot
+_SWIMMER_CURVE = {
+    ("heavy", "maxdiff"): {10_000: 2.0, 20_000: 39.0, 50_000: 122.0, 100_000: 147.0},
+    ("heavy", "nnmppi"): {10_000: 5.0, 20_000: 10.0, 50_000: 16.0, 100_000: 22.0},
+    ("heavy", "sac"): {100_000: 37.0},
+}
+# mean over the authors' 10 published seeds of the 1000-step window return ending at each step count (their data
+# folders SwimmerEnv_v3_Light_H40_alpha50_singleshot and SwimmerEnv_v3_Light_singleshot, AntEnv_v3_orig_H20_*singleshot)
+_SINGLE_SHOT_CURVE = {
+    ("swimmer", "maxdiff"): {10_000: 160.7, 20_000: 239.8, 50_000: 289.3, 100_000: 296.1, 1_000_000: 145.3},
+    ("swimmer", "nnmppi"): {10_000: 43.3, 20_000: 36.3, 50_000: 77.5, 100_000: 68.3, 1_000_000: 30.6},
+    ("ant", "maxdiff"): {10_000: -6.9, 20_000: -2.6, 50_000: -0.9, 100_000: 133.2, 1_000_000: 665.3},
+    ("ant", "nnmppi"): {10_000: 7.6, 20_000: -7.3, 50_000: 9.8, 100_000: 47.1, 1_000_000: 404.6},
+}
+# the authors' single-shot settings (maxdiff_singleshot.yaml, mppi_singleshot.yaml): the Swimmer plans with K = 1000
+# samples and takes 10 model updates per step, MaxDiff with alpha 50 and the windowed entropy; the Ant keeps its
+# multi-shot planner (K = 1000) with alpha 15
+_SINGLE_SHOT_SWIMMER_PLANNER = {"n_samples": 1000, "gradient_steps": 10}
+_SINGLE_SHOT_SWIMMER_MAXDIFF = {"alpha": 50.0, "window": True}
 
 
 def _final_table(numbers: dict[str, tuple[float, ...]], setting_format: str) -> dict[tuple[str, str], tuple[float, float]]:
@@ -165,9 +197,11 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "swimmer-methods",
-            "Fig. 3c: MaxDiff (alpha 100) vs NN-MPPI vs SAC on the heavy- and light-tail swimmer",
-            _grid({"heavy": SWIMMER_HEAVY, "light": SWIMMER_LIGHT}),
+            "Fig. 3c: MaxDiff (alpha 100) vs NN-MPPI vs SAC on the heavy- and light-tail swimmer, "
+            "and SB3's SAC with RL Zoo's tuned Swimmer-v4 hyperparameters (sac-zoo)",
+            _grid({"heavy": SWIMMER_HEAVY, "light": SWIMMER_LIGHT}, (*METHODS, SAC_ZOO)),
             _final_table(_SWIMMER_FINAL, "{}"),
+            _SWIMMER_CURVE,
         ),
         Preset(
             "swimmer-transfer",
@@ -179,9 +213,14 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "single-shot",
-            "Fig. 5: single-shot swimmer (alpha 50, K 1000) and Ant (alpha 15)",
-            _single_shot_cells({"swimmer": SWIMMER_HEAVY}, {"alpha": 50.0}, {"n_samples": 1000})
+            "Fig. 5: single-shot light-tail swimmer (alpha 50, windowed entropy, K 1000, 10 model updates per step) "
+            "and Ant (alpha 15)",
+            _single_shot_cells({"swimmer": SWIMMER_LIGHT}, _SINGLE_SHOT_SWIMMER_MAXDIFF, _SINGLE_SHOT_SWIMMER_PLANNER)
             + _single_shot_cells({"ant": ANT}, {"alpha": 15.0}, {}),
+            published_curve=_SINGLE_SHOT_CURVE,
+            notes="The published single-shot Swimmer runs all used the light tail (the authors' data folders "
+            "SwimmerEnv_v3_Light_*_singleshot) and ran 1M steps; the authors' multi-shot mppi.yaml says max_frames "
+            "100000 for the Swimmer, while their published multi-shot data ran 1M steps.",
         ),
         Preset(
             "ant-halfcheetah",
@@ -218,9 +257,43 @@ def _literal_policy_kwargs(text: str) -> dict[str, Any]:
         raise error from None
 
 
+def rl_zoo_hyperparams_path(algo: str) -> str:
+    """Path of ``hyperparams/<algo>.yml`` in the installed rl_zoo3 package (found without importing it)."""
+    try:
+        spec = importlib.util.find_spec("rl_zoo3")
+    except ValueError:  # a module set to None in sys.modules: as good as not installed
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            f"method {SAC_ZOO!r} reads RL Zoo's tuned hyperparameters from the rl_zoo3 package, which is not installed: "
+            "pip install 'sb3-maxdiff[zoo]', or leave the method out (--methods maxdiff nnmppi sac)"
+        )
+    return os.path.join(next(iter(spec.submodule_search_locations)), "hyperparams", f"{algo}.yml")
+
+
+@cache
+def _rl_zoo_hyperparams(algo: str) -> dict[str, Any]:
+    with open(rl_zoo_hyperparams_path(algo)) as file:
+        return yaml.safe_load(file)
+
+
+def rl_zoo_kwargs(env_id: str) -> dict[str, Any]:
+    """SAC's keyword arguments from the installed RL Zoo's ``sac.yml`` entry for the task matching ``env_id``."""
+    if env_id not in ZOO_ENTRIES:
+        raise ValueError(f"method {SAC_ZOO!r} is defined for {sorted(ZOO_ENTRIES)}, got env {env_id!r}")
+    entry = dict(_rl_zoo_hyperparams("sac")[ZOO_ENTRIES[env_id]])
+    unsupported = sorted(set(entry) & {"normalize", "n_envs", "env_wrapper", "frame_stack", "callback", "vec_env_wrapper"})
+    if unsupported:
+        raise ValueError(f"RL Zoo's entry {ZOO_ENTRIES[env_id]!r} sets {unsupported}, which the runner does not apply")
+    return entry
+
+
 def published_kwargs(method: str, env_id: str) -> dict[str, Any]:
-    """The algorithm keyword arguments of ``hyperparams/<method>.yml`` for ``env_id``."""
-    entry = dict(load_hyperparams(method)[env_id])
+    """
+    The algorithm keyword arguments of ``hyperparams/<method>.yml`` for ``env_id`` (for ``sac-zoo``: of the
+    installed RL Zoo's ``sac.yml``).
+    """
+    entry = rl_zoo_kwargs(env_id) if method == SAC_ZOO else dict(load_hyperparams(method)[env_id])
     for key in ("n_timesteps", "policy"):
         entry.pop(key, None)
     if isinstance(entry.get("policy_kwargs"), str):
@@ -232,5 +305,5 @@ def cell_kwargs(cell: Cell, budget: Budget) -> dict[str, Any]:
     """Everything the algorithm of ``cell`` is built with under ``budget``."""
     kwargs = {**published_kwargs(cell.method, cell.env_id), **cell.overrides}
     if budget.shrink:
-        kwargs.update(SMOKE_SAC if cell.method == "sac" else SMOKE_MPPI)
+        kwargs.update(SMOKE_SAC if cell.method in ("sac", SAC_ZOO) else SMOKE_MPPI)
     return kwargs

@@ -15,8 +15,10 @@ import os
 from collections import defaultdict
 from typing import Any, NamedTuple
 
+import gymnasium as gym
 import numpy as np
 
+import sb3_maxdiff  # noqa: F401  (registers the environments, for their episode lengths)
 from sb3_maxdiff.experiments.presets import METHOD_LABELS, PRESETS, Preset
 from sb3_maxdiff.experiments.specs import (
     MONITOR_FILE,
@@ -24,28 +26,40 @@ from sb3_maxdiff.experiments.specs import (
     RESULT_FILE,
     WINDOWS_FILE,
     RunSpec,
+    ergodicity_grid,
     read_monitor,
     read_windows,
 )
-from sb3_maxdiff.experiments.stats import compare, format_pvalue, summarize, welch_ttest
+from sb3_maxdiff.experiments.stats import compare, format_pvalue, mann_whitney_pvalue, summarize, welch_ttest
 
 
 class Run(NamedTuple):
-    """A finished run: its spec, its learning curve (steps, returns) and its result."""
+    """
+    A finished run: its spec, its learning curve (steps, returns), its result, and which episodes of the
+    curve ran their full length (None: all of them).
+    """
 
     spec: RunSpec
     curve_steps: np.ndarray
     curve_returns: np.ndarray
     result: dict[str, Any]
+    curve_full: np.ndarray | None = None
 
 
-def _read_curve(run_dir: str, spec: RunSpec) -> tuple[np.ndarray, np.ndarray]:
-    """Episode (multi-shot) or window (single-shot) returns, at the step count where each ended."""
+def episode_length(spec: RunSpec) -> int:
+    """The full length of a training episode of ``spec``: its own limit, else the environment's."""
+    return spec.max_episode_steps or gym.spec(spec.env_id).max_episode_steps or 1000
+
+
+def _read_curve(run_dir: str, spec: RunSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Episode (multi-shot) or window (single-shot) returns, at the step count where each ended, and which are full."""
     if spec.single_shot:
         rows = read_windows(os.path.join(run_dir, WINDOWS_FILE))
-        return np.array([int(row["timesteps"]) for row in rows]), np.array([float(row["window_return"]) for row in rows])
+        steps = np.array([int(row["timesteps"]) for row in rows])
+        return steps, np.array([float(row["window_return"]) for row in rows]), np.ones(len(rows), dtype=bool)
     rows = read_monitor(os.path.join(run_dir, MONITOR_FILE))
-    return np.cumsum([int(row["l"]) for row in rows]), np.array([float(row["r"]) for row in rows])
+    lengths = np.array([int(row["l"]) for row in rows], dtype=int)
+    return np.cumsum(lengths), np.array([float(row["r"]) for row in rows]), lengths >= episode_length(spec)
 
 
 def load_runs(root: str) -> dict[tuple[str, str], list[Run]]:
@@ -57,15 +71,32 @@ def load_runs(root: str) -> dict[tuple[str, str], list[Run]]:
         with open(os.path.join(directory, RESULT_FILE)) as file:
             result = json.load(file)
         spec = RunSpec.from_json(result["spec"])
-        groups[(spec.preset, spec.budget)].append(Run(spec, *_read_curve(directory, spec), result))
+        steps, returns, full = _read_curve(directory, spec)
+        groups[(spec.preset, spec.budget)].append(Run(spec, steps, returns, result, full))
     return dict(groups)
 
 
-def value_at(steps: np.ndarray, returns: np.ndarray, at: np.ndarray, running_max: bool = False) -> np.ndarray:
-    """The return of the last episode (window) finished by each step of ``at``; NaN before the first."""
-    values = np.maximum.accumulate(returns) if running_max and len(returns) else returns
+def value_at(
+    steps: np.ndarray, returns: np.ndarray, at: np.ndarray, running_max: bool = False, full: np.ndarray | None = None
+) -> np.ndarray:
+    """
+    The return of the last episode (window) finished by each step of ``at``, or with ``running_max`` the best
+    return of the episodes finished by then that ran their full length (``full``; None: all did), as the
+    authors' notebooks count it: an episode cut short (a point mass leaving its box) may score a return of
+    small magnitude that says nothing about the policy. NaN where there is no such episode yet.
+    """
+    values = np.asarray(returns, dtype=np.float64)
+    if running_max and len(values):
+        eligible = np.ones(len(values), dtype=bool) if full is None else np.asarray(full, dtype=bool)
+        values = np.maximum.accumulate(np.where(eligible, values, -np.inf))
+        values[np.isneginf(values)] = np.nan
     index = np.searchsorted(steps, at, side="right") - 1
     return np.where(index >= 0, values[np.clip(index, 0, None)] if len(values) else np.nan, np.nan)
+
+
+def run_value_at(run: Run, at: np.ndarray, running_max: bool = False) -> np.ndarray:
+    """:func:`value_at` on the learning curve of ``run``."""
+    return value_at(run.curve_steps, run.curve_returns, at, running_max, run.curve_full)
 
 
 def _cells(runs: list[Run]) -> dict[tuple[str, str], list[Run]]:
@@ -210,8 +241,8 @@ def curve_table(preset: Preset | None, runs: list[Run]) -> list[str]:
         "## Training return at the paper's step counts",
         "",
         "Return of the last training episode finished by that step, and the running maximum of the "
-        "returns up to that step (the paper's plots show the running maximum); mean +/- std over seeds, "
-        "beside the published mean over the paper's seeds.",
+        "returns of the full-length episodes up to that step (the paper's plots show the running maximum); "
+        "mean +/- std over seeds, beside the published mean over the paper's seeds.",
         "",
         "| setting | method | steps | seeds | ours, raw | ours, running max | published |",
         "|---|---|---|---|---|---|---|",
@@ -223,7 +254,7 @@ def curve_table(preset: Preset | None, runs: list[Run]) -> list[str]:
                 continue
             columns = []
             for running_max in (False, True):
-                ours = [value_at(run.curve_steps, run.curve_returns, np.array([steps]), running_max)[0] for run in cell_runs]
+                ours = [run_value_at(run, np.array([steps]), running_max)[0] for run in cell_runs]
                 columns.append([float(value) for value in ours if not math.isnan(value)])
             lines.append(
                 f"| {setting} | {METHOD_LABELS.get(method, method)} | {steps:,} | {len(columns[0])} | "
@@ -257,7 +288,7 @@ def ergodicity_table(preset: Preset | None, runs: list[Run]) -> list[str]:
         rows.append(f"| {setting} | {METHOD_LABELS.get(method, method)} | {len(summaries)} | " + " | ".join(columns) + " |")
     if not rows:
         return []
-    grid = POINT_MASS_ERGODICITY
+    grid = ergodicity_grid(runs[0].spec.env_id) or POINT_MASS_ERGODICITY
     return [
         "## Ergodicity of the training paths",
         "",
@@ -289,7 +320,7 @@ def _per_seed_quantities(preset: Preset | None, setting: str, cell_runs: list[Ru
     for steps in sorted(step for step in published_steps | {last} if step <= last):
         for running_max, kind in ((False, "raw"), (True, "running max")):
             quantities[f"training return at {steps:,} steps, {kind}"] = [
-                float(value_at(run.curve_steps, run.curve_returns, np.array([steps]), running_max)[0]) for run in cell_runs
+                float(run_value_at(run, np.array([steps]), running_max)[0]) for run in cell_runs
             ]
     for name, label, _ in ERGODICITY_COLUMNS:
         values = [float(run.result.get("ergodicity", {}).get(name, math.nan)) for run in cell_runs]
@@ -315,19 +346,20 @@ def per_seed_tests(preset: Preset | None, runs: list[Run]) -> list[str]:
                 rows.append(
                     f"| {setting} | {quantity} | {METHOD_LABELS.get(a, a)} vs {METHOD_LABELS.get(b, b)} | "
                     f"{_fmt(*summarize(x)[:2], digits)} (n = {len(x)}) | {_fmt(*summarize(y)[:2], digits)} (n = {len(y)}) | "
-                    f"{_welch_cell(welch_ttest(x, y))} |"
+                    f"{_welch_cell(welch_ttest(x, y))} | {format_pvalue(mann_whitney_pvalue(x, y))} |"
                 )
     if not rows:
         return []
     return [
-        "## Welch's t-tests on per-seed values of training",
+        "## Tests on per-seed values of training",
         "",
         "Each seed gives one value: its training return at the paper's step counts and at the end of the run "
-        "(last finished episode, and running maximum), and its ergodicity diagnostics. Mean +/- std over seeds "
-        "of each side, and Welch's unpaired two-sided test.",
+        "(last finished episode, and running maximum over full-length episodes), and its ergodicity diagnostics. "
+        "Mean +/- std over seeds of each side, Welch's unpaired two-sided test and the two-sided Mann-Whitney "
+        "rank test (p).",
         "",
-        "| setting | quantity | comparison | first method | second method | Welch |",
-        "|---|---|---|---|---|---|",
+        "| setting | quantity | comparison | first method | second method | Welch | Mann-Whitney p |",
+        "|---|---|---|---|---|---|---|",
         *rows,
     ]
 
@@ -357,7 +389,7 @@ def plot_learning_curves(preset: Preset | None, runs: list[Run], path: str, runn
             if not cell_runs:
                 continue
             grid = _curve_grid(cell_runs)
-            values = np.array([value_at(run.curve_steps, run.curve_returns, grid, running_max) for run in cell_runs])
+            values = np.array([run_value_at(run, grid, running_max) for run in cell_runs])
             with np.errstate(all="ignore"):
                 mean, std = np.nanmean(values, axis=0), np.nanstd(values, axis=0)
             label = f"{METHOD_LABELS.get(method, method)} (n={len(cell_runs)})"
@@ -432,6 +464,7 @@ def write_report(root: str, preset_name: str, budget: str, runs: list[Run], runn
         "",
         preset.figure if preset else "",
         "",
+        *([preset.notes, ""] if preset and preset.notes else []),
         f"{len(runs)} finished runs; seeds {seeds}; {sorted({run.spec.steps for run in runs})} environment steps per run; "
         f"{sorted({run.spec.eval_episodes for run in multi})} evaluation episodes per seed (multi-shot). "
         "Published numbers are at the paper budget, not necessarily at our step counts.",
@@ -453,7 +486,7 @@ def write_report(root: str, preset_name: str, budget: str, runs: list[Run], runn
                 "",
             ]
         else:
-            lines += [*single_shot_tables(preset, part), ""]
+            lines += [*single_shot_tables(preset, part), "", *curve_table(preset, part), ""]
         curves, bars = f"{kind}_learning_curves.png", f"{kind}_final.png"
         plot_learning_curves(preset, part, os.path.join(folder, curves), running_max)
         plot_final_bars(preset, part, os.path.join(folder, bars))

@@ -1,6 +1,7 @@
 """
 Statistics of the paper's protocol: Welch's unpaired two-sided t-test between two
-methods, on pooled evaluation episodes and on per-seed means, and mean +/- std summaries.
+methods, on pooled evaluation episodes and on per-seed means, and mean +/- std summaries; and the
+Mann-Whitney rank test, which does not assume normal per-seed values.
 """
 
 import math
@@ -53,6 +54,20 @@ def welch_ttest(a: Sequence[float], b: Sequence[float]) -> WelchResult:
     dof = (var_x + var_y) ** 2 / (var_x**2 / (x.size - 1) + var_y**2 / (y.size - 1))
     pvalue = 2.0 * special.stdtr(dof, -abs(statistic))  # two-sided tail of Student's t
     return WelchResult(float(statistic), float(dof), float(min(pvalue, 1.0)))
+
+
+def mann_whitney_pvalue(a: Sequence[float], b: Sequence[float]) -> float:
+    """
+    Two-sided p-value of the Mann-Whitney U test that ``a`` and ``b`` come from the same distribution
+    (``scipy.stats.mannwhitneyu``: exact for small samples without ties). NaN with an empty side or when
+    every value is the same.
+    """
+    from scipy import stats
+
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size == 0 or y.size == 0 or np.ptp(np.concatenate([x, y])) == 0:
+        return math.nan
+    return float(stats.mannwhitneyu(x, y, alternative="two-sided").pvalue)
 
 
 class Comparison(NamedTuple):

@@ -1,0 +1,85 @@
+"""The presets' settings that come from outside this package: RL Zoo's tuned SAC, the authors' single-shot files."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sb3_maxdiff.envs import ANT, SWIMMER_HEAVY, SWIMMER_LIGHT
+from sb3_maxdiff.experiments import presets
+from sb3_maxdiff.experiments.presets import PRESETS, SAC_ZOO, cell_kwargs, get_budget
+from sb3_maxdiff.experiments.report import Run, curve_table
+from sb3_maxdiff.experiments.specs import build_specs
+
+
+def _cells(preset: str) -> dict:
+    return {(cell.setting, cell.method): cell for cell in PRESETS[preset].cells}
+
+
+def test_sac_zoo_takes_rl_zoos_swimmer_entry():
+    cells = _cells("swimmer-methods")
+    kwargs = cell_kwargs(cells[("heavy", SAC_ZOO)], get_budget("paper"))
+    # rl_zoo3 2.9's Swimmer-v4: its MuJoCo defaults (SB3's SAC defaults, learning_starts 10000) with gamma 0.999
+    assert kwargs == {"learning_starts": 10000, "gamma": 0.999}
+    assert cells[("light", SAC_ZOO)].env_id == SWIMMER_LIGHT and cells[("heavy", SAC_ZOO)].env_id == SWIMMER_HEAVY
+    # the paper's SAC is unchanged beside it
+    assert cell_kwargs(cells[("heavy", "sac")], get_budget("paper"))["ent_coef"] == 0.01
+
+
+def test_sac_zoo_reads_the_installed_yaml_rather_than_a_copy(tmp_path, monkeypatch):
+    (tmp_path / "hyperparams").mkdir()
+    (tmp_path / "hyperparams" / "sac.yml").write_text("Swimmer-v4:\n  n_timesteps: 5\n  policy: MlpPolicy\n  gamma: 0.5\n")
+    monkeypatch.setattr(presets, "rl_zoo_hyperparams_path", lambda algo: str(tmp_path / "hyperparams" / f"{algo}.yml"))
+    presets._rl_zoo_hyperparams.cache_clear()
+    try:
+        assert presets.published_kwargs(SAC_ZOO, SWIMMER_HEAVY) == {"gamma": 0.5}
+        (tmp_path / "hyperparams" / "sac.yml").write_text("Swimmer-v4:\n  normalize: true\n")
+        presets._rl_zoo_hyperparams.cache_clear()
+        with pytest.raises(ValueError, match="normalize"):
+            presets.published_kwargs(SAC_ZOO, SWIMMER_HEAVY)
+    finally:
+        presets._rl_zoo_hyperparams.cache_clear()
+    with pytest.raises(ValueError, match=r"sac-zoo.*defined for"):
+        presets.rl_zoo_kwargs(ANT)
+
+
+def test_sac_zoo_without_rl_zoo_names_the_extra():
+    script = (
+        "import sys\n"
+        "sys.modules['rl_zoo3'] = None\n"
+        "from sb3_maxdiff.experiments.specs import build_specs\n"
+        "assert len(build_specs('swimmer-methods', 'smoke', [0], methods=['maxdiff', 'sac'])) == 4\n"
+        "try:\n"
+        "    build_specs('swimmer-methods', 'smoke', [0], methods=['sac-zoo'])\n"
+        "except ModuleNotFoundError as error:\n"
+        "    assert 'sb3-maxdiff[zoo]' in str(error) and '--methods' in str(error), error\n"
+        "else:\n"
+        "    raise AssertionError('no error')\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+
+
+def test_single_shot_preset_uses_the_authors_single_shot_settings():
+    cells = _cells("single-shot")
+    assert {cells[("swimmer", method)].env_id for method in ("maxdiff", "nnmppi", "sac")} == {SWIMMER_LIGHT}
+    paper = get_budget("paper")
+    maxdiff, nnmppi = (cell_kwargs(cells[("swimmer", method)], paper) for method in ("maxdiff", "nnmppi"))
+    for kwargs in (maxdiff, nnmppi):
+        assert kwargs["n_samples"] == 1000 and kwargs["gradient_steps"] == 10 and kwargs["batch_size"] == 128
+    assert maxdiff["alpha"] == 50.0 and maxdiff["window"] is True
+    assert "window" not in nnmppi and "alpha" not in nnmppi
+    assert cell_kwargs(cells[("swimmer", "sac")], paper) == cell_kwargs(_cells("swimmer-methods")[("light", "sac")], paper)
+    ant = cell_kwargs(cells[("ant", "maxdiff")], paper)
+    assert ant["alpha"] == 15.0 and ant["gradient_steps"] == 5 and ant["n_samples"] == 1000
+    assert "light tail" in PRESETS["single-shot"].notes and "max_frames" in PRESETS["single-shot"].notes
+
+
+def test_swimmer_report_puts_ours_beside_the_published_curve_points():
+    specs = build_specs("swimmer-methods", "reduced", [0, 1], settings=["heavy"], methods=["maxdiff"], steps=50_000)
+    steps = np.arange(1000, 50_001, 1000)
+    runs = [Run(spec, steps, np.full(len(steps), 10.0 * (spec.seed + 1)), {}) for spec in specs]
+    lines = curve_table(PRESETS["swimmer-methods"], runs)
+    rows = [line for line in lines if line.startswith("| heavy | MaxDiff")]
+    assert [row.split(" | ")[2] for row in rows] == ["10,000", "20,000", "50,000"]  # 100k is past these runs
+    assert rows[2].endswith("| 15.0 +/- 5.0 | 15.0 +/- 5.0 | 122 |")
