@@ -435,3 +435,28 @@ def test_swimmer_runs_record_ergodicity_and_sac_zoo_runs(tmp_path):
     assert experiments_main(["report", out]) == 0
     report = (tmp_path / "swimmer-methods" / "smoke" / "REPORT.md").read_text()
     assert "| heavy | SAC (RL Zoo) |" in report and "40 x 40 cells" in report
+    # every episode, with its diagnostics, in one CSV; the per-seed tables computed back from it
+    episodes = str(tmp_path / "episodes.csv")
+    assert experiments_main(["export", out, "--out", episodes]) == 0
+    with open(episodes) as file:
+        rows = list(csv.DictReader(file))
+    train = [row for row in rows if row["kind"] == "train"]
+    assert [(row["method"], row["steps"], row["length"], row["full_length"]) for row in train[:3]] == [
+        ("maxdiff", "100", "100", "1"),
+        ("maxdiff", "200", "100", "1"),
+        ("maxdiff", "300", "100", "1"),
+    ]
+    assert all(float(row["msd_exponent"]) > 0 and float(row["coverage"]) > 0 for row in train)
+    evaluations = [row for row in rows if row["kind"] == "eval"]
+    assert len(train) == 6 and len(evaluations) == 2
+    by_method = {row["method"]: float(row["return"]) for row in evaluations}
+    assert by_method["sac-zoo"] == _result(out, build_specs("swimmer-methods", "smoke", [0], ["heavy"], ["sac-zoo"])[0])[
+        "eval_returns"
+    ]["sb3_maxdiff/Swimmer-heavy-v0"][0]
+    from sb3_maxdiff.experiments.episodes import per_seed_values
+
+    values = per_seed_values(episodes, [200], full_length=100)
+    assert values["last episode at 200"]["maxdiff"][0] == float(train[1]["return"])
+    assert values["running max at 200"]["maxdiff"][0] == max(float(row["return"]) for row in train[:2])
+    assert values["final evaluation (mean per seed)"]["sac-zoo"][0] == by_method["sac-zoo"]
+    assert set(values) >= {"msd_exponent (median over episodes)", "coverage (end of training)"}

@@ -148,3 +148,20 @@ def test_mann_whitney_exact_two_sided():
     assert mann_whitney_pvalue([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(0.1)
     assert mann_whitney_pvalue([1.0, 5.0, 3.0], [4.0, 2.0, 6.0]) == pytest.approx(0.7)
     assert math.isnan(mann_whitney_pvalue([], [1.0])) and math.isnan(mann_whitney_pvalue([2.0], [2.0]))
+
+
+def test_tabulate_reads_episode_ends_when_lengths_are_missing(tmp_path):
+    from sb3_maxdiff.experiments.episodes import per_seed_values, tabulate
+
+    path = tmp_path / "authors.csv"
+    # seed 1's first episode is cut short at 150 steps: the best return, but not a full-length one
+    rows = ["method,seed,episode,steps,return", "a,1,0,150,-100", "a,1,1,1150,-900", "a,1,2,2150,-700"]
+    rows += ["b,1,0,1000,-800", "b,1,1,2000,-850", "a,2,0,1000,-500", "a,2,1,2000,-600", "b,2,0,1000,-300"]
+    path.write_text("\n".join(rows) + "\n")
+    values = per_seed_values(str(path), [1150, 2150])
+    assert values["running max at 1,150"]["a"] == {1: -900.0, 2: -500.0}
+    assert values["running max at 2,150"]["a"] == {1: -700.0, 2: -500.0}
+    assert values["last episode at 2,150"]["b"] == {1: -850.0, 2: -300.0}
+    text = "\n".join(tabulate(str(path), [2150]))
+    assert "| 1 | -700 | -850 |" in text and "-600 +/- 141 (n = 2)" in text
+    assert "a vs b: Welch p = " in text and "Mann-Whitney p = " in text

@@ -3,12 +3,21 @@
 import argparse
 import sys
 
-from sb3_maxdiff.experiments import report, runner, single_shot, transfer
+from sb3_maxdiff.experiments import episodes, report, runner, single_shot, transfer
 
-COMMANDS = {"run": runner.main, "report": report.main, "single-shot": single_shot.main, "transfer": transfer.main}
+COMMANDS = {
+    "run": runner.main,
+    "report": report.main,
+    "export": episodes.export_main,
+    "tabulate": episodes.tabulate_main,
+    "single-shot": single_shot.main,
+    "transfer": transfer.main,
+}
 SUMMARIES = {
     "run": "train and evaluate the (setting, method, seed) runs of a paper preset, resuming what is on disk",
     "report": "tables, Welch t-tests and figures of the finished runs",
+    "export": "one CSV of every training and evaluation episode of the finished runs, with their diagnostics",
+    "tabulate": "per-seed tables and tests from such a CSV",
     "single-shot": "one reset-free training run, returns per window",
     "transfer": "evaluate a trained swimmer on both tails",
 }

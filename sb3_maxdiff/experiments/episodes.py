@@ -1,0 +1,199 @@
+"""
+Per-episode CSV files of finished runs, and the per-seed tables computed from them, so that every number of a
+write-up can be recomputed from a file kept in the repository rather than from a results folder.
+
+    python -m sb3_maxdiff.experiments export results --budget reduced-50000-steps --out episodes.csv
+    python -m sb3_maxdiff.experiments tabulate episodes.csv --steps 10000 20000 50000
+
+``export`` writes one row per training episode (its return, length, the step count at its end and, where the run
+recorded them, its ergodicity diagnostics) and per evaluation episode. ``tabulate`` gives, per method, each
+seed's last training return and running maximum over full-length episodes at the given step counts, its final
+evaluation and diagnostics, then mean +/- std over seeds (ddof 1) and Welch's and the Mann-Whitney test between
+each pair of methods.
+"""
+
+import argparse
+import csv
+import itertools
+import math
+import os
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from sb3_maxdiff.experiments.presets import METHOD_LABELS
+from sb3_maxdiff.experiments.report import Run, episode_length, load_runs, value_at
+from sb3_maxdiff.experiments.specs import ERGODICITY_FILE, read_windows
+from sb3_maxdiff.experiments.stats import format_pvalue, mann_whitney_pvalue, welch_ttest
+
+DIAGNOSTICS = ("msd_exponent", "autocorr_time", "episode_coverage", "coverage")
+EPISODE_COLUMNS = ("setting", "method", "seed", "episode", "steps", "return", "length", "full_length", "kind", *DIAGNOSTICS)
+
+
+def _diagnostics_by_step(run_dir: str) -> dict[int, dict[str, str]]:
+    path = os.path.join(run_dir, ERGODICITY_FILE)
+    if not os.path.exists(path):
+        return {}
+    return {round(float(row["timesteps"])): row for row in read_windows(path)}
+
+
+def run_episode_rows(root: str, run: Run) -> list[dict[str, Any]]:
+    """The CSV rows of one multi-shot run: its training episodes, then its evaluation episodes."""
+    spec = run.spec
+    diagnostics = _diagnostics_by_step(os.path.join(root, spec.relpath))
+    lengths = np.diff(run.curve_steps, prepend=0)
+    rows = []
+    for index, (steps, value, length) in enumerate(zip(run.curve_steps, run.curve_returns, lengths)):
+        scores = diagnostics.get(int(steps), {})
+        rows.append(
+            {
+                "setting": spec.setting,
+                "method": spec.method,
+                "seed": spec.seed,
+                "episode": index,
+                "steps": int(steps),
+                "return": float(value),
+                "length": int(length),
+                "full_length": int(length >= episode_length(spec)),
+                "kind": "train",
+                **{name: scores.get(name, "") for name in DIAGNOSTICS},
+            }
+        )
+    for env_id, returns in run.result.get("eval_returns", {}).items():
+        kind = "eval" if env_id == spec.env_id else f"eval {env_id}"
+        for index, value in enumerate(returns):
+            rows.append(
+                {
+                    "setting": spec.setting,
+                    "method": spec.method,
+                    "seed": spec.seed,
+                    "episode": index,
+                    "return": value,
+                    "kind": kind,
+                }
+            )
+    return rows
+
+
+def export_episodes(root: str, path: str, budget: str | None = None, preset: str | None = None) -> int:
+    """Write the episodes of the multi-shot runs under ``root`` (one preset and budget) to ``path``; returns the rows."""
+    groups = {
+        key: runs
+        for key, runs in load_runs(root).items()
+        if (preset is None or key[0] == preset) and (budget is None or key[1] == budget)
+    }
+    if len(groups) != 1:
+        raise ValueError(
+            f"export needs exactly one (preset, budget) under {root}, found {sorted(groups)}: pass --preset/--budget"
+        )
+    (runs,) = groups.values()
+    runs = sorted(
+        (run for run in runs if not run.spec.single_shot), key=lambda run: (run.spec.setting, run.spec.method, run.spec.seed)
+    )
+    rows = [row for run in runs for row in run_episode_rows(root, run)]
+    with open(path, "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=EPISODE_COLUMNS, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    return len(rows)
+
+
+def _float(text: str | None) -> float:
+    return math.nan if text in (None, "") else float(text)
+
+
+def per_seed_values(path: str, steps: list[int], full_length: int = 1000) -> dict[str, dict[str, dict[int, float]]]:
+    """
+    quantity -> method -> seed -> value, from a per-episode CSV: this module's, or one with the columns method,
+    seed, return, length or steps (the step count at the episode's end), and kind (``train`` or ``eval``; train
+    if absent). Episodes of ``full_length`` steps or more count for the running maximum.
+    """
+    episodes: dict[tuple[str, int], list[dict[str, str]]] = defaultdict(list)
+    evaluations: dict[tuple[str, int], list[float]] = defaultdict(list)
+    with open(path) as file:
+        for row in csv.DictReader(file):
+            key = (row["method"], int(row["seed"]))
+            if row.get("kind", "train") == "train":
+                episodes[key].append(row)
+            elif row["kind"] == "eval":
+                evaluations[key].append(float(row["return"]))
+    values: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    for (method, seed), rows in episodes.items():
+        if rows[0].get("length"):
+            lengths = np.array([int(float(row["length"])) for row in rows])
+        else:  # only the step count at each episode's end
+            lengths = np.diff([int(float(row["steps"])) for row in rows], prepend=0)
+        ends, returns = np.cumsum(lengths), np.array([float(row["return"]) for row in rows])
+        for at in steps:
+            values[f"last episode at {at:,}"][method][seed] = float(value_at(ends, returns, np.array([at]))[0])
+            running = value_at(ends, returns, np.array([at]), running_max=True, full=lengths >= full_length)
+            values[f"running max at {at:,}"][method][seed] = float(running[0])
+        if evaluations.get((method, seed)):
+            values["final evaluation (mean per seed)"][method][seed] = float(np.mean(evaluations[(method, seed)]))
+        for name in DIAGNOSTICS[:2]:
+            scored = [_float(row.get(name)) for row in rows]
+            if not all(math.isnan(value) for value in scored):
+                values[f"{name} (median over episodes)"][method][seed] = float(np.nanmedian(scored))
+        coverage = [_float(row.get("coverage")) for row in rows if row.get("coverage")]
+        if coverage:
+            values["coverage (end of training)"][method][seed] = coverage[-1]
+    return values
+
+
+def _mean_std(values: list[float]) -> str:
+    finite = [value for value in values if not math.isnan(value)]
+    if not finite:
+        return "n/a"
+    std = float(np.std(finite, ddof=1)) if len(finite) > 1 else math.nan
+    return f"{np.mean(finite):.4g} +/- {std:.3g} (n = {len(finite)})"
+
+
+def tabulate(path: str, steps: list[int], full_length: int = 1000) -> list[str]:
+    """Markdown: per-seed values of each quantity, their mean +/- std (ddof 1), and the tests between methods."""
+    values = per_seed_values(path, steps, full_length)
+    lines = []
+    for quantity, by_method in values.items():
+        methods = list(by_method)
+        seeds = sorted({seed for per_seed in by_method.values() for seed in per_seed})
+        lines += [f"### {quantity}", "", "| seed | " + " | ".join(METHOD_LABELS.get(m, m) for m in methods) + " |"]
+        lines.append("|---" * (len(methods) + 1) + "|")
+        for seed in seeds:
+            cells = [f"{by_method[m].get(seed, math.nan):.4g}" for m in methods]
+            lines.append(f"| {seed} | " + " | ".join(cells) + " |")
+        lines.append("| mean +/- std | " + " | ".join(_mean_std(list(by_method[m].values())) for m in methods) + " |")
+        lines.append("")
+        for a, b in itertools.combinations(methods, 2):
+            x, y = ([v for v in by_method[m].values() if not math.isnan(v)] for m in (a, b))
+            welch = welch_ttest(x, y).pvalue
+            lines.append(
+                f"- {METHOD_LABELS.get(a, a)} vs {METHOD_LABELS.get(b, b)}: Welch p = {format_pvalue(welch)}, "
+                f"Mann-Whitney p = {format_pvalue(mann_whitney_pvalue(x, y))}"
+            )
+        lines.append("")
+    return lines
+
+
+def export_main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="Write the episodes of finished runs to one CSV file.")
+    parser.add_argument("results", help="the --out folder of `run`")
+    parser.add_argument("--out", required=True, help="CSV file to write")
+    parser.add_argument("--preset", default=None, help="the preset (needed when the folder holds several)")
+    parser.add_argument("--budget", default=None, help="the budget label (needed when the folder holds several)")
+    args = parser.parse_args(argv)
+    try:
+        count = export_episodes(args.results, args.out, args.budget, args.preset)
+    except ValueError as error:
+        parser.error(str(error))
+    print(f"{count} episodes written to {args.out}")
+    return 0
+
+
+def tabulate_main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="Per-seed tables and tests from a per-episode CSV file.")
+    parser.add_argument("csv", help="a CSV written by `export` (or with columns method, seed, return, length, kind)")
+    parser.add_argument("--steps", type=int, nargs="+", required=True, help="step counts of the training returns")
+    parser.add_argument("--full-length", type=int, default=1000, help="episode length that counts for the running max")
+    args = parser.parse_args(argv)
+    print("\n".join(tabulate(args.csv, args.steps, args.full_length)))
+    return 0
