@@ -6,14 +6,18 @@ RL Zoo evaluation and rendering of a trained agent (rl_zoo3 ``enjoy`` arguments)
 
 import sys
 
-from sb3_maxdiff.zoo import command_line, register_with_zoo
+from sb3_maxdiff.cli import check_log_folder, load_zoo
 
 
 def main(argv: list[str] | None = None) -> None:
-    register_with_zoo()
+    prog = "python -m sb3_maxdiff.enjoy"
+    zoo = load_zoo(prog)
+    args = sys.argv[1:] if argv is None else argv
+    check_log_folder(prog, args)
+    zoo.register_with_zoo()
     from rl_zoo3.enjoy import enjoy
 
-    with command_line(sys.argv[1:] if argv is None else argv):
+    with zoo.command_line(args):
         enjoy()
 
 

@@ -15,20 +15,31 @@ without any network access and uploads nothing::
 
     python -m sb3_maxdiff.hub package --algo maxdiff --env sb3_maxdiff/Swimmer-heavy-v0 -f logs/ -orga <user> \
         --no-render --output hub_package/
+
+``push`` and ``package`` evaluate the agent first (``--n-eval-episodes``, 10 by default as in rl_zoo3), with a
+progress bar: the planner is the policy, so each evaluation step costs a planning call. Their working files go to
+a temporary folder that is removed afterwards, also when the command is interrupted; ``package`` writes only
+``--output``.
 """
 
 import argparse
 import contextlib
+import datetime
 import importlib
+import json
+import os
 import pprint
 import runpy
 import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sb3_maxdiff.zoo import command_line, register_with_zoo
+import numpy as np
+
+from sb3_maxdiff.cli import check_log_folder, fail, load_zoo, unreachable
 
 COMMANDS = {"push": "rl_zoo3.push_to_hub", "load": "rl_zoo3.load_from_hub", "package": "rl_zoo3.push_to_hub"}
 
@@ -197,38 +208,158 @@ def ensure_hf_integration_compat() -> None:
         hf_push.generate_metadata = generate_metadata  # type: ignore[attr-defined]
 
 
+class ProgressEvaluation:
+    """
+    Takes the place of huggingface_sb3's ``_evaluate_agent`` while rl_zoo3 packages a model: evaluates on
+    ``n_eval_episodes`` episodes (instead of rl_zoo3's fixed 10) with a progress bar of episodes done, rate and
+    ETA, and writes the same ``results.json``.
+    """
+
+    def __init__(self, n_eval_episodes: int):
+        self.n_eval_episodes = n_eval_episodes
+
+    def __call__(self, model: Any, eval_env: Any, n_eval_episodes: int, is_deterministic: bool, local_path: Path) -> Any:
+        from stable_baselines3.common.evaluation import evaluate_policy
+        from tqdm import tqdm
+
+        with tqdm(total=self.n_eval_episodes, unit="episode", desc="evaluating", file=sys.stderr) as bar:
+
+            steps = [0]
+
+            def count_episodes(locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+                steps[0] += 1
+                if locals_["done"]:
+                    bar.update(1)
+                    steps[0] = 0
+                elif steps[0] % 100 == 0:  # a planner step is slow: show that the episode moves
+                    bar.set_postfix_str(f"{steps[0]} steps into the episode")
+
+            returns, _ = evaluate_policy(
+                model,
+                eval_env,
+                self.n_eval_episodes,
+                is_deterministic,
+                callback=count_episodes,
+                return_episode_rewards=True,
+            )
+        mean_reward, std_reward = float(np.mean(returns)), float(np.std(returns))
+        results = {
+            "mean_reward": mean_reward,
+            "std_reward": std_reward,
+            "is_deterministic": is_deterministic,
+            "n_eval_episodes": self.n_eval_episodes,
+            "eval_datetime": datetime.datetime.now().isoformat(),
+        }
+        (Path(local_path) / "results.json").write_text(json.dumps(results))
+        return mean_reward, std_reward
+
+
+@contextlib.contextmanager
+def working_directory(path: str) -> Iterator[None]:
+    """Run the block in ``path`` (rl_zoo3 writes its working copy to ``./hub/``), then return."""
+    saved = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(saved)
+
+
+def _absolute_log_folder(options: list[str]) -> list[str]:
+    """``options`` with the value of ``-f``/``--folder`` made absolute (the command runs elsewhere)."""
+    options = list(options)
+    for index, option in enumerate(options[:-1]):
+        if option in ("-f", "--folder"):
+            options[index + 1] = os.path.abspath(options[index + 1])
+    return options
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _our_options(command: str) -> argparse.ArgumentParser:
+    """The options this package adds to rl_zoo3's for ``command``."""
+    parser = argparse.ArgumentParser(prog=f"python -m sb3_maxdiff.hub {command}", add_help=False)
+    if command in ("push", "package"):
+        group = parser.add_argument_group("sb3_maxdiff options")
+        group.add_argument(
+            "--n-eval-episodes",
+            type=_positive_int,
+            default=10,
+            help="episodes of the evaluation that goes into the model card (default 10, as rl_zoo3)",
+        )
+        if command == "package":
+            group.add_argument("--output", help="folder to write the package to (required)")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m sb3_maxdiff.hub",
         description="Share trained models on the Hugging Face Hub: push (package and upload a run of the log "
         "folder), load (download one into a log folder), or package (build the same folder locally, no upload), "
         "with rl_zoo3's push_to_hub / load_from_hub.",
-        epilog="Each command takes rl_zoo3's options (package also --output DIR): python -m sb3_maxdiff.hub <command> -h",
+        epilog="Each command takes rl_zoo3's options (push and package also --n-eval-episodes, package --output DIR): "
+        "python -m sb3_maxdiff.hub <command> -h",
     )
     parser.add_argument("command", choices=list(COMMANDS), help="what to do")
     parser.add_argument("options", nargs=argparse.REMAINDER, help="rl_zoo3's options of that command")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    options = list(args.options)
-    register_with_zoo()
+    prog = f"python -m sb3_maxdiff.hub {args.command}"
+    zoo = load_zoo(prog)
+    wants_help = any(option in ("-h", "--help") for option in args.options)
+    ours = _our_options(args.command)
+    extra, options = ours.parse_known_args(args.options)
+    if wants_help:
+        print(ours.format_help())  # then rl_zoo3's parser prints its own options and exits
+    elif args.command == "package" and extra.output is None:
+        fail(prog, "--output DIR is required: the folder to write the package to")
+    elif args.command in ("push", "package"):
+        check_log_folder(prog, options)
+    zoo.register_with_zoo()
     ensure_hf_integration_compat()
     import huggingface_hub
     import huggingface_hub.repocard
 
     with contextlib.ExitStack() as stack:
-        if args.command == "package":
-            output_parser = argparse.ArgumentParser(prog="python -m sb3_maxdiff.hub package", add_help=False)
-            output_parser.add_argument("--output", required=True, help="folder to write the package to")
-            known, options = output_parser.parse_known_args(options)
-            stack.enter_context(patched(huggingface_hub, "HfApi", LocalOnlyApi(Path(known.output))))
+        if args.command == "package" and not wants_help:
+            output = Path(extra.output).resolve()
+            stack.enter_context(patched(huggingface_hub, "HfApi", LocalOnlyApi(output)))
         if args.command in ("push", "package"):
             # rl_zoo3 writes its card, then saves the metadata into it: our card goes in at that moment
             card_saver = CardSaver(
                 huggingface_hub.repocard.metadata_save, _option(options, "--algo"), _option(options, "-orga")
             )
             stack.enter_context(patched(huggingface_hub.repocard, "metadata_save", card_saver))
-        stack.enter_context(command_line(options))
+            hf_push = importlib.import_module("huggingface_sb3.push_to_hub")
+            stack.enter_context(patched(hf_push, "_evaluate_agent", ProgressEvaluation(extra.n_eval_episodes)))
+            # rl_zoo3 builds the package in ./hub/: a temporary folder, removed afterwards (also on Ctrl-C)
+            options = _absolute_log_folder(options)
+            where = f"copied to {extra.output} at the end" if args.command == "package" else "uploaded from there"
+            if not wants_help:
+                print(f"The package is built in a temporary folder (removed afterwards) and {where}.")
+            stack.enter_context(working_directory(stack.enter_context(tempfile.TemporaryDirectory(prefix="sb3_maxdiff_hub_"))))
+        stack.enter_context(zoo.command_line(options))
         sys.argv[0] = f"sb3_maxdiff.hub {args.command}"
-        runpy.run_module(COMMANDS[args.command], run_name="__main__")  # scripts in rl_zoo3
+        try:
+            runpy.run_module(COMMANDS[args.command], run_name="__main__")  # scripts in rl_zoo3
+        except Exception as error:
+            network_error = unreachable(error)
+            if network_error is None:
+                raise
+            offline = (
+                " `python -m sb3_maxdiff.hub package ... --output DIR` builds the same folder offline."
+                if args.command == "push"
+                else ""
+            )
+            fail(prog, f"cannot reach the Hugging Face Hub ({type(network_error).__name__}: {network_error}).{offline}")
 
 
 if __name__ == "__main__":

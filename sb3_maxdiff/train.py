@@ -9,16 +9,17 @@ our ``hyperparams/<algo>.yml`` is the default config (``-conf`` overrides it).
 
 import sys
 
-from sb3_maxdiff.zoo import command_line, prepare_study, register_with_zoo, with_defaults
+from sb3_maxdiff.cli import load_zoo
 
 
 def main(argv: list[str] | None = None) -> None:
-    register_with_zoo()
+    zoo = load_zoo("python -m sb3_maxdiff.train")
+    zoo.register_with_zoo()
     from rl_zoo3.train import train
 
-    args = with_defaults(sys.argv[1:] if argv is None else argv)
-    prepare_study(args)
-    with command_line(args):
+    args = zoo.with_defaults(sys.argv[1:] if argv is None else argv)
+    zoo.prepare_study(args)
+    with zoo.command_line(args):
         train()
 
 

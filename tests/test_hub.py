@@ -1,3 +1,9 @@
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
 import numpy as np
 import pytest
 import yaml
@@ -89,3 +95,132 @@ def test_hub_help_lists_the_commands(capsys):
     assert exit_info.value.code == 0
     help_text = capsys.readouterr().out
     assert all(command in help_text for command in ("push", "load", "package"))
+
+
+@pytest.fixture(scope="module")
+def trained_logs(tmp_path_factory):
+    """A log folder with one tiny NN-MPPI run, trained once for the tests below."""
+    folder = tmp_path_factory.mktemp("trained")
+    tiny = ["-params", "horizon:5", "n_samples:16", "learning_starts:50"]
+    train_main(["--algo", "nnmppi", "--env", ENV_ID, "-n", "120", "--eval-freq", "-1", "-f", str(folder / "logs"), *tiny])
+    return folder / "logs"
+
+
+def _package(logs, *extra):
+    return ["package", "--algo", "nnmppi", "--env", ENV_ID, "-f", str(logs), "-orga", "tester", "--no-render",
+            "--env-kwargs", "max_episode_steps:20", *extra]  # fmt: skip
+
+
+def test_package_evaluates_with_progress_and_writes_only_its_output(trained_logs, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
+    (tmp_path / "scratch").mkdir()
+    hub_main(_package(trained_logs, "--n-eval-episodes", "3", "--output", "packaged"))
+    results = json.loads((tmp_path / "packaged" / "results.json").read_text())
+    assert results["n_eval_episodes"] == 3 and "mean_reward" in results
+    err = capsys.readouterr().err
+    assert "evaluating" in err and "3/3" in err
+    # nothing but the output is left behind: no ./hub/ working copy, the temporary folder removed
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["packaged", "scratch"]
+    assert list((tmp_path / "scratch").iterdir()) == []
+
+
+def test_package_interrupted_leaves_nothing(trained_logs, tmp_path, monkeypatch):
+    from sb3_maxdiff import hub
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hub.ProgressEvaluation, "__call__", interrupted)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "scratch"))
+    (tmp_path / "scratch").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        hub_main(_package(trained_logs, "--output", "packaged"))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["scratch"]
+    assert list((tmp_path / "scratch").iterdir()) == []
+    assert pathlib.Path.cwd() == tmp_path
+
+
+@pytest.mark.parametrize("command", ["push", "package", "load"])
+def test_every_hub_command_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        hub_main([command, "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "--algo" in text and "-orga" in text
+    assert ("--output" in text) == (command == "package")
+    assert ("--n-eval-episodes" in text) == (command != "load")
+
+
+def _error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_push_without_network_says_so_in_one_line(trained_logs, tmp_path, monkeypatch, capsys):
+    import httpx2
+    import huggingface_hub
+
+    class Offline(LocalHub):
+        def create_repo(self, repo_id, **kwargs):
+            raise httpx2.ConnectError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", Offline(tmp_path / "remote"))
+    monkeypatch.chdir(tmp_path)
+    args = _package(trained_logs)
+    args[0] = "push"
+    with pytest.raises(SystemExit) as exit_info:
+        hub_main(args)
+    assert exit_info.value.code == 1
+    line = _error_line(capsys)
+    assert "cannot reach the Hugging Face Hub" in line and "ConnectError" in line and "sb3_maxdiff.hub package" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["push", "--algo", "nnmppi", "--env", ENV_ID, "-f", "missing", "-orga", "t"], "no nnmppi runs in the log folder"),
+        (["package", "--algo", "nnmppi", "--env", ENV_ID, "-f", "logs", "-orga", "t"], "--output DIR is required"),
+    ],
+)
+def test_hub_refuses_bad_input_in_one_line(args, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        hub_main(args)
+    assert exit_info.value.code == 1 and message in _error_line(capsys)
+
+
+def test_n_eval_episodes_must_be_positive(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        hub_main(["package", "--n-eval-episodes", "0", "--output", "x"])
+    assert exit_info.value.code == 2 and "--n-eval-episodes: must be a positive integer, got '0'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("module", ["sb3_maxdiff.train", "sb3_maxdiff.enjoy", "sb3_maxdiff.record_video", "sb3_maxdiff.hub"])
+def test_commands_without_the_zoo_extra_say_which_extra_in_one_line(module):
+    # a base install: rl_zoo3 and Optuna missing
+    script = (
+        "import runpy, sys\n"
+        "sys.modules['rl_zoo3'] = None\n"
+        "sys.modules['optuna'] = None\n"
+        f"sys.argv = ['{module}', *(['push'] if '{module}' == 'sb3_maxdiff.hub' else []), '--help']\n"
+        f"runpy.run_module('{module}', run_name='__main__')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "pip install 'sb3-maxdiff[zoo]'" in done.stderr
+
+
+def test_enjoy_refuses_a_missing_log_folder_in_one_line(tmp_path, monkeypatch, capsys):
+    from sb3_maxdiff.enjoy import main as enjoy_main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        enjoy_main(["--algo", "maxdiff", "--env", ENV_ID, "-f", "logs", "--no-render"])
+    assert exit_info.value.code == 1 and "python -m sb3_maxdiff.train --algo maxdiff" in _error_line(capsys)

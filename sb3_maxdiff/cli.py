@@ -1,0 +1,81 @@
+"""
+What the command-line entry points (train, enjoy, record_video, hub) share: they end an expected failure (a
+missing extra, a missing log folder, an unreachable Hub) with one line that names the problem and what to do,
+and a non-zero exit status, instead of a traceback.
+"""
+
+import argparse
+import importlib
+import os
+import socket
+import sys
+from types import ModuleType
+from typing import NoReturn
+
+EXIT_FAILURE = 1
+
+
+def fail(prog: str, message: str) -> NoReturn:
+    """Print ``<prog>: error: <message>`` on stderr and exit with status 1."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    raise SystemExit(EXIT_FAILURE)
+
+
+def load_zoo(prog: str) -> ModuleType:
+    """The RL Zoo glue (:mod:`sb3_maxdiff.zoo`), or one line saying which extra brings it."""
+    try:
+        return importlib.import_module("sb3_maxdiff.zoo")
+    except ImportError as error:
+        fail(prog, str(error))
+
+
+def check_log_folder(prog: str, argv: list[str]) -> None:
+    """
+    Refuse, in one line, to look for a trained agent in a log folder that does not hold runs of the algorithm
+    (rl_zoo3 would end in an assertion's traceback).
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--algo")
+    parser.add_argument("--env")
+    parser.add_argument("-f", "--folder", "--log-folder", dest="folder")
+    known, _ = parser.parse_known_args(argv)
+    if known.algo is None or known.folder is None or "-h" in argv or "--help" in argv:
+        return  # argparse names what is missing
+    runs = os.path.join(known.folder, known.algo)
+    if not os.path.isdir(runs):
+        env = known.env or "<env id>"
+        fail(
+            prog,
+            f"no {known.algo} runs in the log folder {known.folder!r} ({runs} not found); "
+            f"train one with: python -m sb3_maxdiff.train --algo {known.algo} --env {env} -f {known.folder}",
+        )
+
+
+def _network_errors() -> tuple[type[BaseException], ...]:
+    """The exception types that mean "the Hub could not be reached", from whichever HTTP clients are installed."""
+    types: list[type[BaseException]] = [ConnectionError, TimeoutError, socket.gaierror]
+    for module_name, names in (
+        ("httpx2", ("TransportError",)),
+        ("httpx", ("TransportError",)),
+        ("requests.exceptions", ("ConnectionError", "Timeout")),
+        ("huggingface_hub.errors", ("OfflineModeIsEnabled",)),
+    ):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        types += [getattr(module, name) for name in names if isinstance(getattr(module, name, None), type)]
+    return tuple(types)
+
+
+def unreachable(error: BaseException) -> BaseException | None:
+    """The network error behind ``error`` (itself, or one it was raised from), if any."""
+    network_errors = _network_errors()
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, network_errors):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None

@@ -1,0 +1,68 @@
+"""
+Seeded training pinned bit for bit: the md5 of the actions stored and of the final model parameters of short
+seeded runs on the point mass (one thread, see conftest.py). A restructuring of the algorithm, the models or
+the planner must leave these unchanged; a change that cannot (say, a different order of floating-point sums)
+must say so and show that seeded runs still agree to 1e-6.
+
+The digests hold for this project's machines (CPU PyTorch 2.13, one thread); another CPU or torch build may
+round differently, which is why only the test of determinism itself (test_deterministic.py) is portable.
+"""
+
+import hashlib
+
+import numpy as np
+import pytest
+from stable_baselines3.common.env_util import make_vec_env
+
+from sb3_maxdiff import NNMPPI, MaxDiffMPPI
+from sb3_maxdiff.common.schedules import StepSchedule
+
+ENV_ID = "sb3_maxdiff/PointMassUnbounded-beta0_01-v0"
+SMALL = dict(horizon=10, n_samples=64, batch_size=32, gradient_steps=2, policy_kwargs={"net_arch": [32, 32]})
+# name -> (algorithm, keyword arguments, agents, agent-steps)
+RUNS = {
+    "maxdiff-1-authors": (
+        MaxDiffMPPI,
+        dict(action_semantics="authors", warmup_actions="planner", learning_starts=40, alpha=StepSchedule([0.5, 5.0], [60])),
+        1,
+        120,
+    ),
+    "nnmppi-1-bounded": (NNMPPI, dict(action_semantics="bounded", learning_starts=40), 1, 120),
+    "maxdiff-3-authors": (
+        MaxDiffMPPI,
+        dict(action_semantics="authors", warmup_actions="planner", learning_starts=40, alpha=5.0),
+        3,
+        80,
+    ),
+    "nnmppi-3-bounded": (NNMPPI, dict(action_semantics="bounded", learning_starts=40), 3, 80),
+}
+# (actions, parameters), as the code gave them on 2026-11-24 (commit 78e84a9)
+PINNED = {
+    "maxdiff-1-authors": ("cb2399608d40fec1643c74183cae6fe0", "28472153b32eb8d9a101ed03fca48ff4"),
+    "nnmppi-1-bounded": ("6b8385516d27fa493c29f1a283cf10f9", "e01ee317f8a05f62e671f66404a5015b"),
+    "maxdiff-3-authors": ("35a6301d5faf09ac440ce5e600793c20", "05e294ca84d8b4aaea314864bdb51768"),
+    "nnmppi-3-bounded": ("e12a52cc6f659d281756af5162ad0c6c", "d74bb47c37fecb4f8be8ec26f42168c1"),
+}
+
+
+def _md5(arrays: list[np.ndarray]) -> str:
+    digest = hashlib.md5()
+    for array in arrays:
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+def seeded_digests(name: str) -> tuple[str, str]:
+    algo, kwargs, n_agents, steps = RUNS[name]
+    env = make_vec_env(ENV_ID, n_envs=n_agents, seed=7)
+    model = algo(env, seed=7, independent_agents=n_agents > 1, **SMALL, **kwargs)
+    model.learn(steps * n_agents)
+    buffer = model.replay_buffer
+    actions = buffer.actions[: buffer.pos]
+    parameters = [tensor.detach().cpu().numpy() for _, tensor in sorted(model.policy.model.state_dict().items())]
+    return _md5([actions]), _md5(parameters)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_seeded_runs_are_unchanged(name):
+    assert seeded_digests(name) == PINNED[name], f"{name}: {seeded_digests(name)}"
