@@ -31,3 +31,12 @@ def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path):
     assert row["n_agents"] == 2
     for key in ("batched_ms_per_agent_step", "sequential_ms_per_agent_step", "speedup", "graphed_ms_per_agent_step"):
         assert row[key] > 0, key
+
+
+def test_threads_benchmark_runs_with_a_tiny_budget():
+    """The threads command of README's performance tips, two timed steps per run on the point mass."""
+    command = [sys.executable, str(ROOT / "benchmarks" / "threads.py"), "--env", "sb3_maxdiff/PointMass-beta1-v0",
+               "--steps", "2", "--repeats", "1", "--threads", "1", "0"]  # fmt: skip
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300).stdout
+    rows = [line for line in printed.splitlines() if line.startswith("| 1 |") or line.startswith("| default (")]
+    assert len(rows) == 2 and all(float(row.split(" | ")[1]) > 0 for row in rows), printed
