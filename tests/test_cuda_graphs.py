@@ -95,12 +95,36 @@ def test_cuda_graph_must_be_a_bool(value):
         MaxDiffMPPI(POINT_MASS, cuda_graph=value, **TINY)
 
 
-def test_cuda_graph_is_saved_and_loaded(tmp_path):
+def test_cuda_graph_is_chosen_at_load_not_saved(tmp_path):
+    from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
+
     with pytest.warns(UserWarning, match="no effect on device cpu"):
         model = MaxDiffMPPI(POINT_MASS, cuda_graph=True, **TINY)
         model.save(tmp_path / "model.zip")
-        loaded = MaxDiffMPPI.load(tmp_path / "model.zip")
+        loaded = MaxDiffMPPI.load(tmp_path / "model.zip", cuda_graph=True)
+    assert "cuda_graph" not in load_from_zip_file(tmp_path / "model.zip")[0]  # like the device: how to run
     assert loaded.cuda_graph and loaded.policy.cuda_graph
+    plain = MaxDiffMPPI.load(tmp_path / "model.zip")
+    assert not plain.cuda_graph and not plain.policy.cuda_graph
+    # a file of an earlier version, which saved it, loads with what load is given
+    data, params, _ = load_from_zip_file(tmp_path / "model.zip")
+    save_to_zip_file(tmp_path / "old.zip", data={**data, "cuda_graph": True}, params=params)
+    assert not MaxDiffMPPI.load(tmp_path / "old.zip").cuda_graph
+    with pytest.raises(ValueError, match="cuda_graph must be True or False"):
+        MaxDiffMPPI.load(tmp_path / "model.zip", cuda_graph="yes")
+
+
+def test_learn_leaves_the_flush_denormal_setting_as_it_was():
+    from sb3_maxdiff.nnmppi.nnmppi import flush_denormal_enabled
+
+    model = MaxDiffMPPI(POINT_MASS, **TINY)
+    for before in (False, True):
+        th.set_flush_denormal(before)
+        try:
+            model.learn(5)
+            assert flush_denormal_enabled() == before
+        finally:
+            th.set_flush_denormal(False)
 
 
 # ----- on a CUDA device ------------------------------------------------------------------------------

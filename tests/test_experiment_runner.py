@@ -357,10 +357,8 @@ def test_cuda_graph_is_an_execution_option_not_part_of_the_spec(tmp_path, monkey
     from stable_baselines3.common.save_util import load_from_zip_file
 
     from sb3_maxdiff.experiments.algos import get_algo
-    from sb3_maxdiff.experiments.batched import batch_dir, execute_batch
-
-    def saved_cuda_graph(path) -> bool:
-        return load_from_zip_file(path, load_data=True)[0]["cuda_graph"]
+    from sb3_maxdiff.experiments.batched import execute_batch
+    from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 
     specs = build_specs("point-mass-beta", "smoke", [0, 1, 2], settings=["beta=1"], methods=["nnmppi"])
     specs = [
@@ -368,12 +366,19 @@ def test_cuda_graph_is_an_execution_option_not_part_of_the_spec(tmp_path, monkey
     ]
     batch, single, out = specs[:2], specs[2], str(tmp_path)
     no_effect = "cuda_graph=True has no effect on device cpu"
+    learned, learn = [], NNMPPI.learn
 
+    def learn_and_record(self, *args, **kwargs):
+        learned.append(self.cuda_graph)
+        return learn(self, *args, **kwargs)
+
+    monkeypatch.setattr(NNMPPI, "learn", learn_and_record)
     kill_after_progress_calls(monkeypatch, 2 * 250)
     with pytest.raises(Killed), pytest.warns(UserWarning, match=no_effect):
         execute_batch(batch, out, cuda_graph=True)  # a new batch model gets it
-    assert saved_cuda_graph(os.path.join(batch_dir(out, batch), "checkpoint_400.zip"))
+    assert learned == [True]
     monkeypatch.undo()
+    monkeypatch.setattr(NNMPPI, "learn", learn_and_record)
     evaluate, evaluated = execution._evaluate, []
 
     def evaluate_and_record(model, spec, progress):
@@ -384,15 +389,16 @@ def test_cuda_graph_is_an_execution_option_not_part_of_the_spec(tmp_path, monkey
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message="cuda_graph")
         results = execute_batch(batch, out)  # resumed without it: the checkpoint is loaded without it
-    assert [result["resumed_from_steps"] for result in results] == [200, 200] and evaluated == [False, False]
-    assert not any(saved_cuda_graph(os.path.join(out, spec.relpath, "model.zip")) for spec in batch)
+    assert [result["resumed_from_steps"] for result in results] == [200, 200]
+    assert learned == [True, False] and evaluated == [False, False]
     # a saved model evaluated with it; a new single run trained with it
     os.remove(os.path.join(out, batch[0].relpath, RESULT_FILE))
     with pytest.warns(UserWarning, match=no_effect):
         execute_run(batch[0], out, cuda_graph=True)
         execute_run(single, out, cuda_graph=True)
-    assert evaluated == [False, False, True, True]
-    assert saved_cuda_graph(os.path.join(out, single.relpath, "model.zip"))
+    assert evaluated == [False, False, True, True] and learned == [True, False, True]
+    # how to run is never part of what is saved
+    assert "cuda_graph" not in load_from_zip_file(os.path.join(out, single.relpath, "model.zip"))[0]
     assert execution.execution_kwargs(get_algo("sac"), True) == {}  # SAC has no planner to capture
 
 

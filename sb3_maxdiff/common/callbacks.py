@@ -85,7 +85,7 @@ class PathEntropyBonusLogger(BaseCallback):
         return True
 
 
-ERGODICITY_COLUMNS = ("timesteps", "msd_exponent", "autocorr_time", "episode_coverage", "coverage")
+ERGODICITY_CSV_COLUMNS = ("timesteps", "msd_exponent", "autocorr_time", "episode_coverage", "coverage")
 
 
 class ErgodicityLogger(BaseCallback):
@@ -147,7 +147,7 @@ class ErgodicityLogger(BaseCallback):
         if self.csv_path is not None and not os.path.exists(self.csv_path):
             os.makedirs(os.path.dirname(os.path.abspath(self.csv_path)), exist_ok=True)
             with open(self.csv_path, "w", newline="") as file:
-                csv.writer(file).writerow(ERGODICITY_COLUMNS)
+                csv.writer(file).writerow(ERGODICITY_CSV_COLUMNS)
 
     def _on_step(self) -> bool:
         new_obs = np.asarray(self.locals["new_obs"]).reshape(self.training_env.num_envs, -1)
@@ -177,7 +177,7 @@ class ErgodicityLogger(BaseCallback):
         self.episodes.append(scores)
         if self.csv_path is not None:
             with open(self.csv_path, "a", newline="") as file:
-                csv.writer(file).writerow([scores[name] for name in ERGODICITY_COLUMNS])
+                csv.writer(file).writerow([scores[name] for name in ERGODICITY_CSV_COLUMNS])
         for name in ("msd_exponent", "autocorr_time", "episode_coverage"):
             self.logger.record_mean(f"ergodicity/{name}", scores[name])
         self.logger.record("ergodicity/coverage", scores["coverage"])

@@ -265,7 +265,7 @@ def curve_table(preset: Preset | None, runs: list[Run]) -> list[str]:
 
 # The ergodicity diagnostics as tabulated: result key, label, digits (coverage is a fraction of cells and the
 # exponent lies near 1 to 2: they need more digits than the autocorrelation time, in steps)
-ERGODICITY_COLUMNS = (
+ERGODICITY_TABLE = (
     ("coverage", "coverage", 3),
     ("msd_exponent", "MSD exponent", 2),
     ("autocorr_time", "autocorrelation time", 1),
@@ -283,7 +283,7 @@ def ergodicity_table(preset: Preset | None, runs: list[Run]) -> list[str]:
             continue
         columns = [
             _fmt(*summarize([summary[name] for summary in summaries if not math.isnan(summary[name])])[:2], digits)
-            for name, _, digits in ERGODICITY_COLUMNS
+            for name, _, digits in ERGODICITY_TABLE
         ]
         rows.append(f"| {setting} | {METHOD_LABELS.get(method, method)} | {len(summaries)} | " + " | ".join(columns) + " |")
     if not rows:
@@ -322,7 +322,7 @@ def _per_seed_quantities(preset: Preset | None, setting: str, cell_runs: list[Ru
             quantities[f"training return at {steps:,} steps, {kind}"] = [
                 float(run_value_at(run, np.array([steps]), running_max)[0]) for run in cell_runs
             ]
-    for name, label, _ in ERGODICITY_COLUMNS:
+    for name, label, _ in ERGODICITY_TABLE:
         values = [float(run.result.get("ergodicity", {}).get(name, math.nan)) for run in cell_runs]
         if not all(math.isnan(value) for value in values):
             quantities[label] = values
@@ -342,7 +342,7 @@ def per_seed_tests(preset: Preset | None, runs: list[Run]) -> list[str]:
         for a, b in itertools.combinations(by_method, 2):
             for quantity in [name for name in by_method[a] if name in by_method[b]]:
                 x, y = ([v for v in by_method[m][quantity] if not math.isnan(v)] for m in (a, b))
-                digits = next((digits for _, label, digits in ERGODICITY_COLUMNS if label == quantity), 1)
+                digits = next((digits for _, label, digits in ERGODICITY_TABLE if label == quantity), 1)
                 rows.append(
                     f"| {setting} | {quantity} | {METHOD_LABELS.get(a, a)} vs {METHOD_LABELS.get(b, b)} | "
                     f"{_fmt(*summarize(x)[:2], digits)} (n = {len(x)}) | {_fmt(*summarize(y)[:2], digits)} (n = {len(y)}) | "

@@ -67,6 +67,12 @@ ACTION_SEMANTICS = ("bounded", "authors")
 WARMUP_ACTIONS = ("random", "planner")
 
 
+def flush_denormal_enabled() -> bool:
+    """Whether this thread flushes denormal floats to zero (torch has a setter but no getter)."""
+    tiny = th.tensor([1e-39], dtype=th.float32)  # a denormal: 0 when flushing is on
+    return bool((tiny * 1.0).item() == 0.0)
+
+
 def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
     """Raise a ValueError naming the parameter and its accepted values."""
     if value not in choices:
@@ -106,8 +112,9 @@ class NNMPPI(OffPolicyAlgorithm):
     and executes the first action of the exponentially weighted update. ``gradient_steps`` model
     updates follow each (vectorised) environment step.
 
-    ``learn`` turns on flushing of denormal floats to zero (``torch.set_flush_denormal(True)``, a
-    process-wide setting): model rollouts produce them and they slow CPU math down markedly.
+    ``learn`` flushes denormal floats to zero while it runs (``torch.set_flush_denormal``, a process-wide
+    setting, put back as it was when ``learn`` returns): model rollouts produce them and they slow CPU math
+    down markedly.
 
     :param policy: "MlpPolicy", a policy class, or directly the environment (instance or id)
     :param env: the environment (instance or registered id); None when ``policy`` is the environment
@@ -139,10 +146,12 @@ class NNMPPI(OffPolicyAlgorithm):
         :meth:`agent` extracts one agent as a model of its own
     :param planner_dtype: compute dtype of the planner's model rollouts, "float32" or "bfloat16" (the model
         is trained in float32 either way). bfloat16 only pays off on hardware with bfloat16 matrix units; on
-        AVX2-only CPUs it is about 40x slower (BENCHMARKS.md)
-    :param cuda_graph: on a CUDA device, capture the planning step as a CUDA graph on first use and replay it,
-        one launch instead of a few hundred per step (the random draws are those of eager planning); no effect
-        on other devices (a warning says so). The model updates stay eager
+        CPUs without them it is much slower than float32
+    :param cuda_graph: how to run, not what is learned (like ``device``, it is not saved with the model: pass
+        it to ``load`` too): on a CUDA device, capture the planning step as a CUDA graph on first use and
+        replay it, one launch instead of a few hundred per step (the random draws are those of eager
+        planning); no effect on other devices (a warning says so). The model updates stay eager. Not yet run
+        on a GPU by this project
     :param replay_buffer_kwargs: keyword arguments of :class:`NextActionReplayBuffer`
     :param policy_kwargs: policy keyword arguments (``net_arch``, ``activation_fn``, ``optimizer_kwargs``, ...)
     :param stats_window_size: window of the rollout logging averages
@@ -328,8 +337,6 @@ class NNMPPI(OffPolicyAlgorithm):
         tb_log_name: str = "run",
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
-        # ReLU model rollouts produce denormal floats that slow CPU math down by ~25%: flush them to zero
-        th.set_flush_denormal(True)
         if reset_num_timesteps or self._last_obs is None:
             # the environments will be reset: the newest transitions have no next action
             self.replay_buffer.interrupt()
@@ -485,6 +492,10 @@ class NNMPPI(OffPolicyAlgorithm):
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfNNMPPI:
+        # ReLU model rollouts produce denormal floats that slow CPU math down by ~25%: flush them to zero while
+        # learning, and leave the process's setting as it was afterwards
+        flushing = flush_denormal_enabled()
+        th.set_flush_denormal(True)
         try:
             return super().learn(
                 total_timesteps=total_timesteps,
@@ -495,8 +506,37 @@ class NNMPPI(OffPolicyAlgorithm):
                 progress_bar=progress_bar,
             )
         finally:
+            th.set_flush_denormal(flushing)
             # the update count and any warning are up to date when learn returns (or fails)
             self._record_device_stats()
+
+    @classmethod
+    def load(  # type: ignore[override]
+        cls: type[SelfNNMPPI],
+        path: Any,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
+        cuda_graph: bool = False,
+        **kwargs: Any,
+    ) -> SelfNNMPPI:
+        """
+        SB3's ``load``; ``cuda_graph`` is chosen here, like ``device``, whatever the model was trained with
+        (files of earlier versions that saved it load with the value given here).
+        """
+        check_flag("cuda_graph", cuda_graph)
+        return super().load(  # type: ignore[return-value]
+            path,
+            env=env,
+            device=device,
+            custom_objects=custom_objects,
+            print_system_info=print_system_info,
+            force_reset=force_reset,
+            cuda_graph=cuda_graph,
+            **kwargs,
+        )
 
     # ----- independent agents ----------------------------------------------------------------
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
@@ -521,6 +561,7 @@ class NNMPPI(OffPolicyAlgorithm):
         single = type(self)(self.policy_class, env=None, _init_setup_model=False)
         single.__dict__.update(data)
         single.independent_agents, single.n_envs, single.seed = False, 1, None  # no reseeding of the global RNGs
+        single.cuda_graph = self.cuda_graph  # not a saved parameter, but the agent runs as this model does
         single.num_timesteps = self.agent_timesteps
         with th.random.fork_rng(devices=[]):  # the throw-away initial weights leave the torch stream as it was
             single._setup_model()
@@ -545,7 +586,9 @@ class NNMPPI(OffPolicyAlgorithm):
 
     # ----- save / load -----------------------------------------------------------------------
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_train_nominal", "_device_sums", "_planner_calls", "_attempted_updates"]
+        # cuda_graph is how to run, chosen again at load (like the device)
+        excluded = ["_train_nominal", "_device_sums", "_planner_calls", "_attempted_updates", "cuda_graph"]
+        return [*super()._excluded_save_params(), *excluded]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
         return ["policy", "policy.optimizer"], []
