@@ -144,3 +144,12 @@ def test_paper_yaml_uses_the_authors_semantics():
             assert unbounded["action_semantics"] == "authors" and bounded["action_semantics"] == "bounded"
             assert unbounded["warmup_actions"] == "planner" and unbounded["learning_starts"] == unbounded["batch_size"]
         assert params["sb3_maxdiff/Swimmer-heavy-v0"]["action_semantics"] == "authors"
+
+
+@pytest.mark.parametrize("semantics, expected", [("bounded", [[-1.0, 1.0]]), ("authors", [[-2.5, 1.5]])])
+def test_one_method_turns_planned_actions_into_env_and_stored_actions(semantics, expected):
+    # the Swimmer's bounds are [-1, 1]: env units equal normalised ones, so clipping is all that differs
+    model = NNMPPI(PaperSwimmerEnv(), action_semantics=semantics, **TINY)
+    env_action, stored = model.policy.env_actions(np.array([[-2.5, 1.5]], dtype=np.float32))
+    np.testing.assert_allclose(stored, expected)
+    np.testing.assert_allclose(env_action, expected)

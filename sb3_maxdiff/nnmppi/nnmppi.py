@@ -366,10 +366,8 @@ class NNMPPI(OffPolicyAlgorithm):
         scaled_action = result.actions.cpu().numpy()
         if action_noise is not None:
             scaled_action = scaled_action + action_noise()
-        if self.action_semantics == "bounded":
-            scaled_action = np.clip(scaled_action, -1.0, 1.0)
         # "authors": the raw planner action is executed (the env applies or clips it) and stored as it is
-        return self.policy.unscale_action(scaled_action), scaled_action
+        return self.policy.env_actions(scaled_action)
 
     def _store_transition(
         self,

@@ -171,6 +171,19 @@ class MPPIPolicy(BasePolicy):
                 "planned actions were replaced by 0. Training continues; this warning is shown once."
             )
 
+    def env_actions(self, scaled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """
+        The actions sent to the environment and the normalised actions stored for them, from planned
+        normalised actions: clipped to [-1, 1] where the planner clips its samples (``"bounded"`` semantics),
+        left raw otherwise (the environment applies or clips them itself).
+
+        :param scaled: normalised actions, shape (E, m)
+        :return: actions in the environment's units, and the normalised actions they come from
+        """
+        if self.planner.clip_samples:
+            scaled = np.clip(scaled, -1.0, 1.0)
+        return self.unscale_action(scaled), scaled
+
     def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
         return self.plan(observation).actions
 
@@ -218,9 +231,7 @@ class MPPIPolicy(BasePolicy):
         result = self.plan(obs_tensor, nominal, starts)
         scaled, n_nonfinite = result.actions.cpu().numpy(), result.stat("nonfinite").sum().item()
         self.warn_nonfinite(n_nonfinite)
-        if self.planner.clip_samples:  # bounded semantics; otherwise the env applies or clips the raw action
-            scaled = np.clip(scaled, -1.0, 1.0)
-        actions = self.unscale_action(scaled)
+        actions, _ = self.env_actions(scaled)
         if not vectorized_env:
             actions = actions.squeeze(axis=0)
         return actions, result.nominal.cpu().numpy()
