@@ -139,6 +139,27 @@ class LocalOnlyApi:
         return str(self.output.resolve())
 
 
+class PackageOnlyMessages:
+    """
+    Takes the place of ``wasabi.Printer.info`` during ``package``: rl_zoo3 announces that it pushes the repository
+    and that the model "is pushed to the hub", which is not what ``package`` does; those two lines are left out
+    (``LocalOnlyApi`` says where the package went instead), every other message is printed as usual.
+    """
+
+    PUSH_MESSAGES = ("Pushing repo ", "Your model is pushed to the hub")
+
+    def __init__(self, info: Any):
+        self.info = info
+
+    def __get__(self, printer: Any, owner: type) -> Any:
+        def info(text: Any = "", *args: Any, **kwargs: Any) -> Any:
+            if isinstance(text, str) and text.startswith(self.PUSH_MESSAGES):
+                return None
+            return self.info(printer, text, *args, **kwargs)
+
+        return info
+
+
 def _option(options: list[str], name: str) -> str:
     """The value of ``name`` in rl_zoo3's options (argparse has already checked that it is there)."""
     for index, option in enumerate(options[:-1]):
@@ -223,7 +244,6 @@ class ProgressEvaluation:
         from tqdm import tqdm
 
         with tqdm(total=self.n_eval_episodes, unit="episode", desc="evaluating", file=sys.stderr) as bar:
-
             steps = [0]
 
             def count_episodes(locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
@@ -332,6 +352,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.command == "package" and not wants_help:
             output = Path(extra.output).resolve()
             stack.enter_context(patched(huggingface_hub, "HfApi", LocalOnlyApi(output)))
+            import wasabi
+
+            stack.enter_context(patched(wasabi.Printer, "info", PackageOnlyMessages(wasabi.Printer.info)))
         if args.command in ("push", "package"):
             # rl_zoo3 writes its card, then saves the metadata into it: our card goes in at that moment
             card_saver = CardSaver(

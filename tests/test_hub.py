@@ -118,8 +118,12 @@ def test_package_evaluates_with_progress_and_writes_only_its_output(trained_logs
     hub_main(_package(trained_logs, "--n-eval-episodes", "3", "--output", "packaged"))
     results = json.loads((tmp_path / "packaged" / "results.json").read_text())
     assert results["n_eval_episodes"] == 3 and "mean_reward" in results
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
     assert "evaluating" in err and "3/3" in err
+    # package uploads nothing, and says where the package went instead of "pushed to the hub"
+    assert "pushed to the hub" not in captured.out and "Pushing repo" not in captured.out
+    assert f"into {tmp_path / 'packaged'} (nothing uploaded)" in captured.out
     # nothing but the output is left behind: no ./hub/ working copy, the temporary folder removed
     assert sorted(path.name for path in tmp_path.iterdir()) == ["packaged", "scratch"]
     assert list((tmp_path / "scratch").iterdir()) == []
