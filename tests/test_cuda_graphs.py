@@ -115,7 +115,7 @@ def test_cuda_graph_is_chosen_at_load_not_saved(tmp_path):
 
 
 def test_learn_leaves_the_flush_denormal_setting_as_it_was():
-    from sb3_maxdiff.nnmppi.nnmppi import flush_denormal_enabled
+    from sb3_maxdiff.common.utils import flush_denormal_enabled
 
     model = MaxDiffMPPI(POINT_MASS, **TINY)
     for before in (False, True):

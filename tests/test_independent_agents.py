@@ -294,7 +294,7 @@ def test_training_step_reads_nothing_back_but_the_actions(monkeypatch, independe
     model.train(model.gradient_steps, model.batch_size)
     monkeypatch.undo()
     assert reads == {"cpu": 1, "item": 0, "tolist": 0, "__bool__": 0, "numpy": 1}
-    assert model._device_sums.sums["applied"].device == model.device
+    assert model._stats.sums.sums["applied"].device == model.device
 
 
 def test_agent_extraction_leaves_the_random_streams_alone():

@@ -98,3 +98,37 @@ class AgentAdam(th.optim.Optimizer):
         param.copy_(th.where(mask, new_param, param))
         state["exp_avg"].copy_(th.where(mask, exp_avg, state["exp_avg"]))
         state["exp_avg_sq"].copy_(th.where(mask, exp_avg_sq, state["exp_avg_sq"]))
+
+
+def apply_update(optimizer: th.optim.Optimizer, loss: th.Tensor, finite: th.Tensor) -> bool:
+    """
+    Backward pass and optimizer step, skipped where the loss is not finite (the parameters stay as they are).
+
+    On the device, without reading the loss on the host, for :class:`AgentAdam` (a skip per agent) and for
+    fused Adam (through its ``found_inf`` input, the way torch's gradient scaler skips steps); other optimizers
+    read the finiteness on the host.
+
+    :param optimizer: the model's optimizer
+    :param loss: the loss, or one loss per agent for :class:`AgentAdam`
+    :param finite: whether the loss is finite (per agent for :class:`AgentAdam`)
+    :return: False when the step was skipped on the host
+    """
+    if isinstance(optimizer, AgentAdam):
+        optimizer.zero_grad()
+        loss.sum().backward()
+        optimizer.step(active=finite)
+        return True
+    fused = isinstance(optimizer, th.optim.Adam) and bool(optimizer.defaults.get("fused"))
+    if not fused and not bool(finite):
+        return False
+    optimizer.zero_grad()
+    loss.backward()
+    if fused:
+        optimizer.found_inf = (~finite).float()  # type: ignore[attr-defined]
+        try:
+            optimizer.step()
+        finally:
+            del optimizer.found_inf  # type: ignore[attr-defined]
+    else:
+        optimizer.step()
+    return True

@@ -222,9 +222,7 @@ def _evaluate(model: Any, spec: RunSpec, progress: _Progress) -> dict[str, list[
     return returns
 
 
-def execute_run(
-    spec: RunSpec, out: str, counter: Any = None, threads: int = 1, cuda_graph: bool = False
-) -> dict[str, Any]:
+def execute_run(spec: RunSpec, out: str, counter: Any = None, threads: int = 1, cuda_graph: bool = False) -> dict[str, Any]:
     """
     Train, save and evaluate one run into ``<out>/<spec.relpath>``, resuming from what is on disk: a
     finished run is returned as it is, a trained but unevaluated model is evaluated, a checkpoint is

@@ -97,9 +97,7 @@ def _summary(result: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def run_local(
-    groups: list[list[RunSpec]], out: str, jobs: int, threads: int = 1, cuda_graph: bool = False
-) -> list[RunSpec]:
+def run_local(groups: list[list[RunSpec]], out: str, jobs: int, threads: int = 1, cuda_graph: bool = False) -> list[RunSpec]:
     """
     Run each group in one of ``jobs`` worker processes (a group: one run, or the seeds of a cell to batch);
     returns the runs that failed.

@@ -14,7 +14,6 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
-from gymnasium import spaces
 from stable_baselines3.common.base_class import maybe_make_env
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
@@ -25,82 +24,20 @@ from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
+from sb3_maxdiff.common.agents import SharedModel, copy_agent, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.entropy import PathEntropy
-from sb3_maxdiff.common.mppi import STAT_NAMES, check_flag, check_planner_settings, check_positive
-from sb3_maxdiff.common.optimizers import AgentAdam
+from sb3_maxdiff.common.mppi import check_flag, check_planner_settings, check_positive
+from sb3_maxdiff.common.optimizers import apply_update
+from sb3_maxdiff.common.training_stats import TrainingStats
+from sb3_maxdiff.common.utils import check_choice, check_spaces, flushing_denormals, split_policy_and_env
 from sb3_maxdiff.nnmppi.policies import MlpPolicy, MPPIPolicy
 
 SelfNNMPPI = TypeVar("SelfNNMPPI", bound="NNMPPI")
 
 
-def split_policy_and_env(
-    policy: str | type[BasePolicy] | GymEnv, env: GymEnv | str | None, aliases: dict[str, type[BasePolicy]]
-) -> tuple[str | type[BasePolicy], GymEnv | str | None]:
-    """Allow ``Algo(env)`` and ``Algo("Swimmer-v4")`` besides SB3's ``Algo("MlpPolicy", env)``."""
-    is_policy = (isinstance(policy, str) and policy in aliases) or (
-        isinstance(policy, type) and issubclass(policy, BasePolicy)
-    )
-    if is_policy:
-        return policy, env  # type: ignore[return-value]
-    if env is not None:
-        raise ValueError(f"policy must be one of {sorted(aliases)} or a policy class when env is given, got {policy!r}")
-    return "MlpPolicy", policy  # type: ignore[return-value]
-
-
-def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
-    """MPPI plans in normalised continuous actions over flat observations."""
-    if not isinstance(action_space, spaces.Box):
-        raise ValueError(f"action_space must be a gymnasium.spaces.Box (continuous actions), got {action_space}")
-    if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
-        raise ValueError("action_space must be a bounded Box (finite low and high): MPPI plans in normalised actions")
-    if not isinstance(observation_space, spaces.Box):
-        raise ValueError(f"observation_space must be a gymnasium.spaces.Box, got {observation_space}")
-    if len(observation_space.shape) != 1:
-        raise ValueError(
-            f"observation_space must be a flat Box of shape (n,) (the model is an MLP over the state), got shape "
-            f"{observation_space.shape}; flatten it first, e.g. with gymnasium.wrappers.FlattenObservation"
-        )
-
-
 ACTION_SEMANTICS = ("bounded", "authors")
 WARMUP_ACTIONS = ("random", "planner")
-
-
-def flush_denormal_enabled() -> bool:
-    """Whether this thread flushes denormal floats to zero (torch has a setter but no getter)."""
-    tiny = th.tensor([1e-39], dtype=th.float32)  # a denormal: 0 when flushing is on
-    return bool((tiny * 1.0).item() == 0.0)
-
-
-def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
-    """Raise a ValueError naming the parameter and its accepted values."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
-
-
-class DeviceSums:
-    """
-    Running sums of tensors kept on the device between two logger dumps, so that the training step never
-    waits for the host: they are read (one copy) only when the logs are written.
-    """
-
-    def __init__(self) -> None:
-        self.sums: dict[str, th.Tensor] = {}
-
-    def add(self, name: str, value: th.Tensor) -> None:
-        value = value.detach()
-        self.sums[name] = value.clone() if name not in self.sums else self.sums[name] + value
-
-    def pop(self) -> dict[str, np.ndarray]:
-        """The sums on the host (one copy), and a fresh start."""
-        if not self.sums:
-            return {}
-        names, tensors = list(self.sums), list(self.sums.values())
-        flat = th.cat([tensor.flatten().float() for tensor in tensors]).cpu().numpy()
-        sizes = np.cumsum([tensor.numel() for tensor in tensors])[:-1]
-        self.sums = {}
-        return {name: part.reshape(tensor.shape) for name, part, tensor in zip(names, np.split(flat, sizes), tensors)}
 
 
 class NNMPPI(OffPolicyAlgorithm):
@@ -240,12 +177,11 @@ class NNMPPI(OffPolicyAlgorithm):
         self.planner_dtype = planner_dtype
         self.cuda_graph = bool(cuda_graph)
         self.independent_agents = bool(independent_agents)
+        # one agent per environment (independent agents), or None: one model for every environment
         self.n_agents: int | None = None
+        self.agents: SharedModel | None = None  # what differs between the two, set up with the model
         self._train_nominal: th.Tensor | None = None
-        self._device_sums = DeviceSums()
-        self._planner_calls = 0
-        self._attempted_updates = 0
-        self._agent_returns: np.ndarray | None = None
+        self._stats = TrainingStats()
         if _init_setup_model:
             self._setup_model()
 
@@ -272,14 +208,9 @@ class NNMPPI(OffPolicyAlgorithm):
         return get_flattened_obs_dim(self.observation_space)
 
     @property
-    def _batched(self) -> bool:
-        """Whether the agents are batched in one model (independent agents, more than one)."""
-        return self.n_agents is not None and self.n_agents > 1
-
-    @property
     def agent_timesteps(self) -> int:
         """Environment steps taken by each agent (``num_timesteps`` unless the agents are independent)."""
-        return self.num_timesteps // self.n_envs if self.independent_agents else self.num_timesteps
+        return self.num_timesteps if self.agents is None else self.agents.agent_steps(self.num_timesteps)
 
     def _check_agent_count(self, n_envs: int, vec_normalize: object = None) -> None:
         """Independent agents need one environment each, and no statistics shared between environments."""
@@ -298,12 +229,12 @@ class NNMPPI(OffPolicyAlgorithm):
         check_spaces(self.observation_space, self.action_space)
         self._check_agent_count(self.n_envs)
         self.n_agents = self.n_envs if self.independent_agents else None
-        self._device_sums = DeviceSums()
+        self.agents = make_agents(self.n_agents)
+        self._stats = TrainingStats()
         self._train_nominal = None
-        if self.replay_buffer is None and self.independent_agents:
-            # SB3 splits buffer_size over the environments; independent agents each get all of it
+        if self.replay_buffer is None and self.agents.independent:
             self.replay_buffer = NextActionReplayBuffer(
-                self.buffer_size * self.n_envs,
+                self.agents.buffer_capacity(self.buffer_size),
                 self.observation_space,
                 self.action_space,
                 device=self.device,
@@ -312,14 +243,12 @@ class NNMPPI(OffPolicyAlgorithm):
             )
         # The planner's settings and the agent count reach the policy through policy_kwargs, as SB3 forwards
         # use_sde; the saved policy_kwargs stay the user's (the algorithm's attributes are the settings' one copy).
-        # One agent alone takes the plain single-model path, with the same results as independent_agents=False.
         user_policy_kwargs = self.policy_kwargs
         planner_kwargs = self._planner_kwargs()
-        n_agents = self.n_agents if self._batched else None
         self.policy_kwargs = {
             **user_policy_kwargs,
             "planner_kwargs": planner_kwargs,
-            "n_agents": n_agents,
+            "n_agents": self.agents.batched,
             "cuda_graph": self.cuda_graph,
         }
         if self.cuda_graph and self.device.type != "cuda":
@@ -352,17 +281,14 @@ class NNMPPI(OffPolicyAlgorithm):
     ) -> tuple[np.ndarray, np.ndarray]:
         if self.warmup_actions == "random" and self.agent_timesteps < learning_starts:
             # SB3 compares num_timesteps, which counts every agent's steps
-            steps_per_agent_step = self.n_envs if self.independent_agents else 1
-            return super()._sample_action(learning_starts * steps_per_agent_step, action_noise, n_envs)
+            return super()._sample_action(self.agents.env_steps(learning_starts), action_noise, n_envs)
         self._update_planner_parameters()
         obs, _ = self.policy.obs_to_tensor(self._last_obs)  # type: ignore[arg-type]
         starts = th.as_tensor(np.asarray(self._last_episode_starts, dtype=bool), device=self.device)
         with th.no_grad():
             result = self.policy.plan(obs, self._train_nominal, starts)
         self._train_nominal = result.nominal
-        # statistics stay on the device until the logs are written
-        self._device_sums.add("planner", result.stats)
-        self._planner_calls += 1
+        self._stats.add_plan(result.stats)  # on the device until the logs are written
         scaled_action = result.actions.cpu().numpy()
         if action_noise is not None:
             scaled_action = scaled_action + action_noise()
@@ -381,101 +307,32 @@ class NNMPPI(OffPolicyAlgorithm):
         super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
         # the planner's warm start is reset where an episode starts
         self._last_episode_starts = np.asarray(dones, dtype=bool).copy()
-        if self.independent_agents:
-            for index, info in enumerate(infos):
-                if "episode" in info:
-                    if self._agent_returns is None:
-                        self._agent_returns = np.full(self.n_envs, np.nan)
-                    self._agent_returns[index] = info["episode"]["r"]
+        self.agents.collect_returns(infos)
 
     # ----- learning --------------------------------------------------------------------------
-    def _optimizer_step(self, loss: th.Tensor, finite: th.Tensor) -> bool:
-        """
-        Backward and optimizer step, skipped where the loss is not finite. On the device (no host read of
-        the loss) for independent agents and for fused Adam (its ``found_inf`` input, as AMP uses it); other
-        optimizers read the finiteness on the host. Returns False when the step was skipped on the host.
-        """
-        optimizer = self.policy.optimizer
-        if isinstance(optimizer, AgentAdam):
-            optimizer.zero_grad()
-            loss.sum().backward()
-            optimizer.step(active=finite)
-            return True
-        fused = isinstance(optimizer, th.optim.Adam) and bool(optimizer.defaults.get("fused"))
-        if not fused and not bool(finite):
-            return False
-        optimizer.zero_grad()
-        loss.backward()
-        if fused:
-            optimizer.found_inf = (~finite).float()  # type: ignore[attr-defined]
-            try:
-                optimizer.step()
-            finally:
-                del optimizer.found_inf  # type: ignore[attr-defined]
-        else:
-            optimizer.step()
-        return True
-
     def train(self, gradient_steps: int, batch_size: int = 128) -> None:
         if self.replay_buffer.size() < 1 or self.agent_timesteps <= self.learning_starts:
             return
-        if self.independent_agents and self.gradient_steps < 0:
-            # SB3 passes the steps collected by all environments; each agent collected one N-th of them
-            gradient_steps = max(gradient_steps // self.n_envs, 1)
+        if self.gradient_steps < 0:
+            gradient_steps = self.agents.gradient_steps(gradient_steps)
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         # one draw for all gradient steps: a single host-to-device copy
         n_rows = batch_size * gradient_steps
-        if self._batched:
-            data = self.replay_buffer.sample_per_env(n_rows, env=self._vec_normalize_env)
-        else:
-            data = self.replay_buffer.sample(n_rows, env=self._vec_normalize_env)
+        data = self.agents.sample(self.replay_buffer, n_rows, self._vec_normalize_env)
         for step in range(gradient_steps):
             batch = (tensor[..., step * batch_size : (step + 1) * batch_size, :] for tensor in data)
             loss = self.policy.model.loss(*batch)
             finite = th.isfinite(loss.total)
-            self._attempted_updates += 1
-            if not self._optimizer_step(loss.total, finite):
-                continue
-            # losses of the applied steps only, summed on the device
-            losses = th.stack([loss.total, loss.dynamics, loss.reward]).detach()
-            self._device_sums.add("losses", th.where(finite, losses, th.zeros((), device=losses.device)))
-            self._device_sums.add("applied", finite.float())
+            applied = apply_update(self.policy.optimizer, loss.total, finite)
+            self._stats.add_update(loss, finite, applied)
 
     def _record_device_stats(self) -> None:
-        """Read the device-side sums (one host copy), log their means, count the updates, warn about skips."""
-        sums = self._device_sums.pop()
+        """Log the device-side statistics since the last dump, count the updates, warn about skips."""
         # learn() can fail before SB3 configured the logger
         record = self.logger.record if hasattr(self, "_logger") else lambda *args, **kwargs: None
-        if "planner" in sums:
-            planner = sums["planner"] / self._planner_calls  # (E, 4)
-            for name, values in zip(STAT_NAMES, planner.T):
-                record(f"planner/{name}", float(values.mean()))
-            self.policy.warn_nonfinite(float(sums["planner"][:, STAT_NAMES.index("nonfinite")].sum()))
-        self._planner_calls = 0
-        attempted, self._attempted_updates = self._attempted_updates, 0
-        applied = sums.get("applied", np.zeros(self.n_agents or ()))
-        if attempted:
-            self._n_updates += round(float(np.min(applied)))
-            skipped = attempted - applied
-            if np.any(skipped > 0):
-                where = f" (agents {np.flatnonzero(skipped).tolist()})" if self.independent_agents else ""
-                warnings.warn(
-                    f"Non-finite model loss: {int(np.max(skipped))} of {attempted} gradient steps were skipped{where} "
-                    "(the model keeps its parameters)"
-                )
-        record("train/n_updates", self._n_updates, exclude="tensorboard")
-        if "losses" in sums:
-            losses = sums["losses"] / np.maximum(applied, 1.0)  # (3,) or (3, N)
-            for name, values in zip(("model_loss", "dynamics_loss", "reward_loss"), losses):
-                record(f"train/{name}", float(np.mean(values)))
-            record("train/model_log_std", float(self.policy.model.log_std.detach().mean()))
-            if self.independent_agents:
-                for index, value in enumerate(np.atleast_1d(losses[0])):
-                    record(f"train/model_loss_agent_{index}", float(value))
-        if self.independent_agents and self._agent_returns is not None:
-            for index, value in enumerate(self._agent_returns):
-                record(f"rollout/ep_rew_agent_{index}", float(value))
+        model = self.policy.model
+        self._n_updates = self._stats.flush(record, self.agents, self._n_updates, model.log_std, self.policy.warn_nonfinite)
 
     def dump_logs(self) -> None:
         self._record_device_stats()
@@ -490,21 +347,18 @@ class NNMPPI(OffPolicyAlgorithm):
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfNNMPPI:
-        # ReLU model rollouts produce denormal floats that slow CPU math down by ~25%: flush them to zero while
-        # learning, and leave the process's setting as it was afterwards
-        flushing = flush_denormal_enabled()
-        th.set_flush_denormal(True)
+        # ReLU model rollouts produce denormal floats that slow CPU math down by ~25%: flushed while learning
         try:
-            return super().learn(
-                total_timesteps=total_timesteps,
-                callback=callback,
-                log_interval=log_interval,
-                tb_log_name=tb_log_name,
-                reset_num_timesteps=reset_num_timesteps,
-                progress_bar=progress_bar,
-            )
+            with flushing_denormals():
+                return super().learn(
+                    total_timesteps=total_timesteps,
+                    callback=callback,
+                    log_interval=log_interval,
+                    tb_log_name=tb_log_name,
+                    reset_num_timesteps=reset_num_timesteps,
+                    progress_bar=progress_bar,
+                )
         finally:
-            th.set_flush_denormal(flushing)
             # the update count and any warning are up to date when learn returns (or fails)
             self._record_device_stats()
 
@@ -564,28 +418,26 @@ class NNMPPI(OffPolicyAlgorithm):
         with th.random.fork_rng(devices=[]):  # the throw-away initial weights leave the torch stream as it was
             single._setup_model()
         single.seed = self.seed
-        model = self.policy.model
         if self.policy.alpha is not None:
             single.policy.alpha.copy_(self.policy.alpha)
-        if not self._batched:  # one agent: the model and optimizer are already those of a single agent
-            single.policy.model.load_state_dict(model.state_dict())
+        if self.policy.n_agents is None:  # one agent: the model and optimizer are already those of a single agent
+            single.policy.model.load_state_dict(self.policy.model.state_dict())
             single.policy.optimizer.load_state_dict(self.policy.optimizer.state_dict())
-            return single
-        single.policy.model.load_state_dict(model.agent_state_dict(index))  # type: ignore[operator]
-        state = self.policy.optimizer.state.get(model.flat)
-        if state:  # the agent's Adam moments and step count, for continued training
-            for name, param in single.policy.model.named_parameters():
-                single.policy.optimizer.state[param] = {
-                    "step": state["step"][index].detach().clone().to(th.float32),
-                    "exp_avg": model.view(name, state["exp_avg"])[index].clone(),
-                    "exp_avg_sq": model.view(name, state["exp_avg_sq"])[index].clone(),
-                }
+        else:
+            copy_agent(self.policy, single.policy, index)
         return single
 
     # ----- save / load -----------------------------------------------------------------------
     def _excluded_save_params(self) -> list[str]:
         # cuda_graph is how to run, chosen again at load (like the device)
-        excluded = ["_train_nominal", "_device_sums", "_planner_calls", "_attempted_updates", "cuda_graph"]
+        # the agents are set up again with the model (_agent_returns: files of earlier versions)
+        excluded = [
+            "_train_nominal",
+            "_stats",
+            "cuda_graph",
+            "agents",
+            "_agent_returns",
+        ]
         return [*super()._excluded_save_params(), *excluded]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:

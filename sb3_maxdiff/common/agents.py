@@ -1,0 +1,139 @@
+"""
+Who learns from which environment: one model for every environment of the VecEnv (SB3's usual
+multi-environment training), or one independent agent per environment, batched in one model. The
+algorithm asks this object wherever the two differ: how steps are counted, how minibatches are drawn,
+what is logged, and how one agent is taken out of a batched model.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.vec_env import VecNormalize
+
+from sb3_maxdiff.common.buffers import NextActionReplayBuffer, NextActionReplayBufferSamples
+
+Record = Callable[..., None]
+
+
+class SharedModel:
+    """One model plans for and learns from every environment (``independent_agents=False``)."""
+
+    independent = False
+    n_agents: int | None = None
+
+    @property
+    def batched(self) -> int | None:
+        """Agents batched in one model (the policy's ``n_agents``): None for one plain model."""
+        return None
+
+    def agent_steps(self, num_timesteps: int) -> int:
+        """Environment steps taken by each agent, from SB3's count of every environment's steps."""
+        return num_timesteps
+
+    def env_steps(self, agent_steps: int) -> int:
+        """SB3's step count (every environment's steps) when each agent has taken ``agent_steps``."""
+        return agent_steps
+
+    def gradient_steps(self, gradient_steps: int) -> int:
+        """Updates per agent when ``gradient_steps=-1`` asks for one per environment step collected."""
+        return gradient_steps
+
+    def buffer_capacity(self, buffer_size: int) -> int:
+        """Rows of the replay buffer, over all environments, for the user's ``buffer_size``."""
+        return buffer_size
+
+    def sample(self, buffer: NextActionReplayBuffer, n_rows: int, env: VecNormalize | None) -> NextActionReplayBufferSamples:
+        """Minibatch rows for the model: tensors of shape (B, ...), or (N, B, ...) for batched agents."""
+        return buffer.sample(n_rows, env=env)
+
+    def collect_returns(self, infos: list[dict[str, Any]]) -> None:
+        """Keep each agent's last episode return (independent agents only)."""
+
+    def skipped_where(self, skipped: np.ndarray) -> str:
+        """Which agents skipped updates, for the warning."""
+        return ""
+
+    def record(self, record: Record, model_loss: np.ndarray | None) -> None:
+        """Log what is logged per agent: the model loss and the last episode return."""
+
+
+class IndependentAgents(SharedModel):
+    """
+    One agent per environment (``independent_agents=True``), each with its own model, optimizer state,
+    replay column, warm start and schedules, as separate runs would have; more than one agent are batched
+    in one model (one rollout and one update for all). Step counts (``learning_starts``, schedules) and
+    ``buffer_size`` are per agent.
+
+    :param n_agents: agents, one per environment of the VecEnv
+    """
+
+    independent = True
+
+    def __init__(self, n_agents: int):
+        self.n_agents = n_agents
+        self.returns: np.ndarray | None = None
+
+    @property
+    def batched(self) -> int | None:
+        return self.n_agents if self.n_agents > 1 else None  # one agent alone takes the plain single-model path
+
+    def agent_steps(self, num_timesteps: int) -> int:
+        return num_timesteps // self.n_agents
+
+    def env_steps(self, agent_steps: int) -> int:
+        return agent_steps * self.n_agents
+
+    def gradient_steps(self, gradient_steps: int) -> int:
+        # SB3 passes the steps collected by all environments; each agent collected one N-th of them
+        return max(gradient_steps // self.n_agents, 1)
+
+    def buffer_capacity(self, buffer_size: int) -> int:
+        # SB3's buffers split their size over the environments; independent agents each get all of it
+        return buffer_size * self.n_agents
+
+    def sample(self, buffer: NextActionReplayBuffer, n_rows: int, env: VecNormalize | None) -> NextActionReplayBufferSamples:
+        if self.batched is None:
+            return buffer.sample(n_rows, env=env)
+        return buffer.sample_per_env(n_rows, env=env)
+
+    def collect_returns(self, infos: list[dict[str, Any]]) -> None:
+        for index, info in enumerate(infos):
+            if "episode" in info:
+                if self.returns is None:
+                    self.returns = np.full(self.n_agents, np.nan)
+                self.returns[index] = info["episode"]["r"]
+
+    def skipped_where(self, skipped: np.ndarray) -> str:
+        return f" (agents {np.flatnonzero(skipped).tolist()})"
+
+    def record(self, record: Record, model_loss: np.ndarray | None) -> None:
+        if model_loss is not None:
+            for index, value in enumerate(np.atleast_1d(model_loss)):
+                record(f"train/model_loss_agent_{index}", float(value))
+        if self.returns is not None:
+            for index, value in enumerate(self.returns):
+                record(f"rollout/ep_rew_agent_{index}", float(value))
+
+
+def make_agents(n_agents: int | None) -> SharedModel:
+    """``n_agents`` independent agents, one per environment, or (None) one model shared by all environments."""
+    return SharedModel() if n_agents is None else IndependentAgents(n_agents)
+
+
+def copy_agent(source: Any, target: Any, index: int) -> None:
+    """
+    Copy agent ``index`` of the batched policy ``source`` (its model weights and Adam state) into the
+    single-agent policy ``target``.
+    """
+    model = source.model
+    target.model.load_state_dict(model.agent_state_dict(index))
+    state = source.optimizer.state.get(model.flat)
+    if state:  # the agent's Adam moments and step count, for continued training
+        for name, param in target.model.named_parameters():
+            target.optimizer.state[param] = {
+                "step": state["step"][index].detach().clone().to(th.float32),
+                "exp_avg": model.view(name, state["exp_avg"])[index].clone(),
+                "exp_avg_sq": model.view(name, state["exp_avg_sq"])[index].clone(),
+            }

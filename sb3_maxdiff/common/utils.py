@@ -1,0 +1,62 @@
+"""Small helpers of the algorithms: argument checks and the denormal-flushing switch."""
+
+import contextlib
+from collections.abc import Iterator
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.type_aliases import GymEnv
+
+
+def split_policy_and_env(
+    policy: str | type[BasePolicy] | GymEnv, env: GymEnv | str | None, aliases: dict[str, type[BasePolicy]]
+) -> tuple[str | type[BasePolicy], GymEnv | str | None]:
+    """Allow ``Algo(env)`` and ``Algo("Swimmer-v4")`` besides SB3's ``Algo("MlpPolicy", env)``."""
+    is_policy = (isinstance(policy, str) and policy in aliases) or (
+        isinstance(policy, type) and issubclass(policy, BasePolicy)
+    )
+    if is_policy:
+        return policy, env  # type: ignore[return-value]
+    if env is not None:
+        raise ValueError(f"policy must be one of {sorted(aliases)} or a policy class when env is given, got {policy!r}")
+    return "MlpPolicy", policy  # type: ignore[return-value]
+
+
+def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
+    """MPPI plans in normalised continuous actions over flat observations."""
+    if not isinstance(action_space, spaces.Box):
+        raise ValueError(f"action_space must be a gymnasium.spaces.Box (continuous actions), got {action_space}")
+    if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+        raise ValueError("action_space must be a bounded Box (finite low and high): MPPI plans in normalised actions")
+    if not isinstance(observation_space, spaces.Box):
+        raise ValueError(f"observation_space must be a gymnasium.spaces.Box, got {observation_space}")
+    if len(observation_space.shape) != 1:
+        raise ValueError(
+            f"observation_space must be a flat Box of shape (n,) (the model is an MLP over the state), got shape "
+            f"{observation_space.shape}; flatten it first, e.g. with gymnasium.wrappers.FlattenObservation"
+        )
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    """Raise a ValueError naming the parameter and its accepted values."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
+
+
+def flush_denormal_enabled() -> bool:
+    """Whether this thread flushes denormal floats to zero (torch has a setter but no getter)."""
+    tiny = th.tensor([1e-39], dtype=th.float32)  # a denormal: 0 when flushing is on
+    return bool((tiny * 1.0).item() == 0.0)
+
+
+@contextlib.contextmanager
+def flushing_denormals() -> Iterator[None]:
+    """Flush denormal floats to zero inside the block (a process-wide setting), then put it back as it was."""
+    flushing = flush_denormal_enabled()
+    th.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        th.set_flush_denormal(flushing)
