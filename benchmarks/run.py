@@ -35,9 +35,9 @@ from stable_baselines3.common.logger import configure
 
 import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff import MaxDiffMPPI
-from sb3_maxdiff.common.entropy import make_path_entropy
+from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
 from sb3_maxdiff.common.models import DynamicsRewardModel, _pad_columns
-from sb3_maxdiff.common.mppi import MPPIPlanner
+from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings
 
 
 @dataclass
@@ -198,7 +198,7 @@ def measure_config(name: str, config: Config, args: argparse.Namespace) -> dict:
     model = make_algorithm(config, args.device, args.buffer_size)
     obs_dim, action_dim = model.obs_dim, int(model.action_space.shape[0])  # type: ignore[index]
     on_cpu = args.device == "cpu"
-    baseline_model, optimizer, baseline_plan = baseline_parts(config, obs_dim, action_dim, model.policy.planner.path_entropy)
+    baseline_model, optimizer, baseline_plan = baseline_parts(config, obs_dim, action_dim, model.policy.path_entropy)
     planner_calls = {
         "plan_ms": lambda: model._sample_action(0),
         "gemm_floor_ms": gemm_floor(model.policy.model, config.horizon, config.n_samples, args.device, bias=True),
@@ -245,11 +245,12 @@ def measure_scaling(args: argparse.Namespace) -> list[dict]:
     grid += [(500, 40, n_envs) for n_envs in (2, 4, 8)]
     entropy = make_path_entropy(10, min(horizon for _, horizon, _ in grid), config.explr_dims, config.explr_weights)
     for n_samples, horizon, n_envs in grid:
-        planner = MPPIPlanner(2, horizon, n_samples, 0.1, 0.3, control_cost=False, path_entropy=entropy)
+        bonus = EntropyBonus(entropy, alpha=5.0).to(args.device)
+        settings = PlannerSettings(horizon, n_samples, temperature=0.1, noise_std=0.3, control_cost=False)
+        planner = MPPIPlanner(2, settings, path_entropy=bonus)
         obs = th.randn(n_envs, 10, device=args.device)
         nominal = planner.initial_nominal(n_envs, args.device)
-        alpha = th.tensor(5.0, device=args.device)
-        ms, _ = median_ms(partial(planner.plan, model, obs, nominal, None, alpha), args.calls, args.device)
+        ms, _ = median_ms(partial(planner.plan, model, obs, nominal, None), args.calls, args.device)
         rows.append({"n_samples": n_samples, "horizon": horizon, "n_envs": n_envs, "plan_ms": ms})
     return rows
 

@@ -56,7 +56,7 @@ def test_authors_semantics_stores_and_executes_the_raw_planner_action():
     sent = np.array(env.sent)
     np.testing.assert_allclose(stored, sent, rtol=1e-6, atol=1e-6)
     assert np.abs(sent).max() > 1.0  # nothing clipped them
-    assert not model.policy.planner.clip_samples
+    assert not model.policy.planner.settings.clip_samples
 
 
 def test_bounded_semantics_keeps_model_env_and_buffer_in_bounds():
@@ -65,7 +65,7 @@ def test_bounded_semantics_keeps_model_env_and_buffer_in_bounds():
     sent = np.array(env.sent)
     np.testing.assert_allclose(stored, sent, rtol=1e-6, atol=1e-6)
     assert np.abs(sent).max() <= 1.0 + 1e-6
-    assert model.policy.planner.clip_samples
+    assert model.policy.planner.settings.clip_samples
 
 
 def test_predict_follows_the_semantics():

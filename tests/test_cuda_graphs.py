@@ -10,7 +10,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
 from sb3_maxdiff.common.cuda_graphs import GraphedPlanning, PlanGraph, storage_pointers
-from sb3_maxdiff.common.entropy import make_path_entropy
+from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel
 from sb3_maxdiff.common.mppi import MPPIPlanner
 
@@ -21,7 +21,8 @@ needs_cuda = pytest.mark.skipif(not th.cuda.is_available(), reason="CUDA not ava
 def planner_and_model(batched: bool, device: str = "cpu") -> tuple[MPPIPlanner, DynamicsRewardModel]:
     th.manual_seed(0)
     entropy = make_path_entropy(obs_dim=4, horizon=10, dims=[0, 1], weights=[1.0, 0.5])
-    planner = MPPIPlanner(2, horizon=10, n_samples=64, temperature=0.5, noise_std=0.3, path_entropy=entropy)
+    bonus = EntropyBonus(entropy, alpha=2.0).to(device)
+    planner = MPPIPlanner(2, horizon=10, n_samples=64, temperature=0.5, noise_std=0.3, path_entropy=bonus)
     model = BatchedDynamicsRewardModel(3, 4, 2, [32, 32]) if batched else DynamicsRewardModel(4, 2, [32, 32])
     return planner, model.to(device)
 
@@ -40,22 +41,24 @@ def plan_sequence(plan, n_envs: int, device: str, calls: int = 4) -> list:
 
 
 def test_storage_pointers_change_when_a_tensor_is_replaced_not_when_updated():
-    _, model = planner_and_model(batched=False)
-    alpha = th.zeros(())
-    before = storage_pointers(model, alpha)
+    planner, model = planner_and_model(batched=False)
+    bonus = planner.path_entropy
+    before = storage_pointers(model, bonus)
     with th.no_grad():
         model.dynamics[0].weight.add_(1.0)  # an optimizer step or load_state_dict: in place
-        alpha.fill_(3.0)
-    assert storage_pointers(model, alpha) == before
+        bonus.alpha.fill_(3.0)
+    assert storage_pointers(model, bonus) == before
     model.dynamics[0].weight = th.nn.Parameter(model.dynamics[0].weight.detach().clone())
-    assert storage_pointers(model, alpha) != before
-    assert storage_pointers(model, th.zeros(())) != storage_pointers(model, alpha)
+    assert storage_pointers(model, bonus) != before
+    other = EntropyBonus(bonus.entropy, 3.0)
+    assert storage_pointers(model, other) != storage_pointers(model, bonus)
+    assert storage_pointers(model, None) == storage_pointers(model)
 
 
 def test_plan_graph_needs_a_cuda_device():
     planner, model = planner_and_model(batched=False)
     with pytest.raises(ValueError, match="obs must be on a CUDA device"):
-        PlanGraph(planner, model, th.zeros((1, 4)), th.zeros((1, 10, 2)), 0.0)
+        PlanGraph(planner, model, th.zeros((1, 4)), th.zeros((1, 10, 2)))
 
 
 @pytest.mark.parametrize("batched", [False, True])
@@ -64,9 +67,9 @@ def test_graphed_planning_off_cuda_is_the_eager_planner(batched):
     graphs = GraphedPlanning()
     n_envs = 3 if batched else 2
     th.manual_seed(5)
-    eager = plan_sequence(lambda o, n, r: planner.plan(model, o, n, r, 2.0), n_envs, "cpu")
+    eager = plan_sequence(lambda o, n, r: planner.plan(model, o, n, r), n_envs, "cpu")
     th.manual_seed(5)
-    graphed = plan_sequence(lambda o, n, r: graphs.plan(planner, model, o, n, r, 2.0), n_envs, "cpu")
+    graphed = plan_sequence(lambda o, n, r: graphs.plan(planner, model, o, n, r), n_envs, "cpu")
     assert not graphs.graphs and not graphs.failed
     for first, second in zip(eager, graphed):
         assert all(th.equal(a, b) for a, b in zip(first, second))
@@ -133,13 +136,12 @@ def test_learn_leaves_the_flush_denormal_setting_as_it_was():
 def test_replay_equals_eager_planning(batched):
     """A replay draws the noise an eager call draws from the same generator state, so the plans agree."""
     planner, model = planner_and_model(batched, "cuda")
-    alpha = th.full((), 2.0, device="cuda")
     graphs = GraphedPlanning()
     n_envs = 3 if batched else 2
     th.manual_seed(5)
-    eager = plan_sequence(lambda o, n, r: planner.plan(model, o, n, r, alpha), n_envs, "cuda")
+    eager = plan_sequence(lambda o, n, r: planner.plan(model, o, n, r), n_envs, "cuda")
     th.manual_seed(5)
-    graphed = plan_sequence(lambda o, n, r: graphs.plan(planner, model, o, n, r, alpha), n_envs, "cuda")
+    graphed = plan_sequence(lambda o, n, r: graphs.plan(planner, model, o, n, r), n_envs, "cuda")
     assert len(graphs.graphs) == 1 and not graphs.failed
     for first, second in zip(eager, graphed):
         for a, b in zip(first, second):
@@ -149,28 +151,28 @@ def test_replay_equals_eager_planning(batched):
 @needs_cuda
 def test_replay_sees_in_place_updates_and_recaptures_after_a_move():
     planner, model = planner_and_model(False, "cuda")
-    alpha = th.zeros((), device="cuda")
+    planner.path_entropy.alpha.zero_()
     graphs = GraphedPlanning()
     obs, nominal = th.zeros((2, 4), device="cuda"), th.zeros((2, 10, 2), device="cuda")
     th.manual_seed(0)
-    before = graphs.plan(planner, model, obs, nominal, None, alpha)
+    before = graphs.plan(planner, model, obs, nominal, None)
     with th.no_grad():  # every reward shifted by 0.25: every return by 10 * 0.25, the weights unchanged
         model.reward[-1].bias.add_(0.25)
     th.manual_seed(0)
-    after = graphs.plan(planner, model, obs, nominal, None, alpha)
+    after = graphs.plan(planner, model, obs, nominal, None)
     assert len(graphs.graphs) == 1
     th.testing.assert_close(after.nominal, before.nominal)
     shift = after.stat("predicted_return") - before.stat("predicted_return")
     th.testing.assert_close(shift, th.full((2,), 2.5, device="cuda"))
     # results are copies: a later replay leaves them as they were
     kept = after.nominal.clone()
-    graphs.plan(planner, model, obs + 1.0, nominal, None, alpha)
+    graphs.plan(planner, model, obs + 1.0, nominal, None)
     assert th.equal(after.nominal, kept)
     # a replaced parameter is not where the graph reads: a new graph is captured
     model.reward[-1].bias = th.nn.Parameter(model.reward[-1].bias.detach() - 0.25)
     th.manual_seed(0)
-    moved = graphs.plan(planner, model, obs, nominal, None, alpha)
-    assert len(graphs.graphs) == 1 and graphs.graphs[0].pointers == storage_pointers(model, alpha)
+    moved = graphs.plan(planner, model, obs, nominal, None)
+    assert len(graphs.graphs) == 1 and graphs.graphs[0].pointers == storage_pointers(model, planner.path_entropy)
     th.testing.assert_close(moved.stat("predicted_return"), before.stat("predicted_return"))
 
 

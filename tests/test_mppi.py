@@ -3,7 +3,7 @@ import pytest
 import torch as th
 from helpers import TargetActionModel, TruePointMassModel
 
-from sb3_maxdiff.common.entropy import make_path_entropy
+from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
 from sb3_maxdiff.common.models import DynamicsRewardModel
 from sb3_maxdiff.common.mppi import MPPIPlanner, mppi_weights, rollout, smoothing_matrix, warm_start
 
@@ -69,12 +69,12 @@ def test_clip_samples_keeps_the_nominal_in_bounds():
     assert nominal.abs().max() <= 1.0 + 1e-6
 
 
-def closed_loop(planner: MPPIPlanner, model: TruePointMassModel, steps: int, alpha: float = 0.0) -> th.Tensor:
+def closed_loop(planner: MPPIPlanner, model: TruePointMassModel, steps: int) -> th.Tensor:
     state = th.tensor([[-1.0, -1.0, 0.0, 0.0]])
     nominal = planner.initial_nominal(1, "cpu")
     visited = [state]
     for _ in range(steps):
-        result = planner.plan(model, state, nominal, alpha=alpha)
+        result = planner.plan(model, state, nominal)
         nominal = result.nominal
         state, _ = model(state, result.actions)
         visited.append(state)
@@ -98,7 +98,7 @@ def test_maxdiff_paths_have_more_entropy_than_nnmppi():
     th.manual_seed(0)
     nnmppi = closed_loop(MPPIPlanner(**common, control_cost=True), model, steps=60)
     th.manual_seed(0)
-    maxdiff = closed_loop(MPPIPlanner(**common, control_cost=False, path_entropy=entropy), model, steps=60, alpha=5.0)
+    maxdiff = closed_loop(MPPIPlanner(**common, control_cost=False, path_entropy=EntropyBonus(entropy, 5.0)), model, steps=60)
     # entropy of the executed trajectories, over the same sliding windows the planner scores
     windows = lambda states: states.unfold(0, 30, 5).transpose(-1, -2)  # noqa: E731
     assert entropy(windows(maxdiff)).mean() > entropy(windows(nnmppi)).mean() + 0.5

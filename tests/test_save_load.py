@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -31,7 +33,7 @@ def test_save_load(tmp_path, algo, device):
     assert loaded.horizon == 5 and loaded.n_samples == 16
     if algo is MaxDiffMPPI:
         assert loaded.policy.alpha.item() == 5.0  # the schedule's current value survives
-        assert loaded.policy.planner.path_entropy.window == model.policy.planner.path_entropy.window
+        assert loaded.policy.path_entropy.window == model.policy.path_entropy.window
     for p1, p2 in zip(model.policy.parameters(), loaded.policy.parameters()):
         th.testing.assert_close(p1, p2)
     # optimizer state restored as well
@@ -70,8 +72,8 @@ def test_planner_settings_reach_policy_through_sb3_setup(tmp_path):
     """The planner is built by the policy from the algorithm's settings; the saved policy_kwargs stay the user's."""
     model = MaxDiffMPPI(POINT_MASS, seed=0, **TINY)
     assert model.policy_kwargs == TINY["policy_kwargs"]
-    assert model.policy.planner_kwargs == model._planner_kwargs()
-    assert model.policy.planner.horizon == model.horizon == 5 and model.policy.planner.n_samples == 16
+    assert model.policy.planner.settings == model.policy.planner_settings == model.planner_settings
+    assert model.policy.planner.horizon == model.horizon == 5 and model.policy.planner.settings.n_samples == 16
     model.save(tmp_path / "model.zip")
     loaded = MaxDiffMPPI.load(tmp_path / "model.zip", custom_objects={"horizon": 7})
     assert loaded.policy_kwargs == TINY["policy_kwargs"]
@@ -82,9 +84,31 @@ def test_alpha_lives_only_beside_the_path_entropy():
     nnmppi = NNMPPI(POINT_MASS, seed=0, **TINY)
     assert nnmppi.policy.alpha is None and "alpha" not in nnmppi.policy.state_dict()
     maxdiff = MaxDiffMPPI(POINT_MASS, seed=0, alpha=2.0, **TINY)
-    assert maxdiff.policy.state_dict()["alpha"].item() == 2.0
-    # an NN-MPPI policy saved by earlier versions carried an alpha buffer: it still loads
+    assert maxdiff.policy.state_dict()["entropy_bonus.alpha"].item() == 2.0 == maxdiff.policy.alpha.item()
+    assert maxdiff.policy.planner.path_entropy is maxdiff.policy.entropy_bonus
+    # policies saved by earlier versions kept alpha as a buffer of their own (NN-MPPI's unused): they still load
     old_state = {**nnmppi.policy.state_dict(), "alpha": th.tensor(0.0)}
     nnmppi.policy.load_state_dict(old_state)
     with pytest.raises(RuntimeError, match="Unexpected key"):
         nnmppi.policy.load_state_dict({**old_state, "beta": th.tensor(0.0)})
+    old_state = {key: value for key, value in maxdiff.policy.state_dict().items() if key != "entropy_bonus.alpha"}
+    maxdiff.policy.load_state_dict({**old_state, "alpha": th.tensor(7.0)})
+    assert maxdiff.policy.alpha.item() == 7.0
+
+
+@pytest.mark.parametrize("name", ["maxdiff_6946528", "nnmppi_6946528", "maxdiff_3agents_6946528"])
+def test_models_saved_by_an_earlier_version_load_and_predict_the_same(name):
+    """Files of commit 6946528 (tests/data/make_saved_models.py), whose planner settings and alpha were kept apart."""
+    data = Path(__file__).parent / "data"
+    expected = np.load(data / "predictions_6946528.npz")
+    algo = NNMPPI if name.startswith("nnmppi") else MaxDiffMPPI
+    model = algo.load(data / f"{name}.zip", device="cpu")
+    assert model.horizon == 5 and model.n_samples == 16 and model.policy.planner.settings == model.planner_settings
+    assert model.policy.planner.settings.clip_samples == (name != "maxdiff_6946528")  # "bounded" but there
+    if algo is MaxDiffMPPI:
+        assert model.policy.alpha.item() == (5.0 if name == "maxdiff_6946528" else 2.0)
+    n_agents = 3 if "3agents" in name else 1
+    th.manual_seed(11)
+    actions, state = model.predict(expected["obs"][:n_agents])
+    np.testing.assert_array_equal(actions, expected[f"{name}_actions"])
+    np.testing.assert_array_equal(state, expected[f"{name}_state"])

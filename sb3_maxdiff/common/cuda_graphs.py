@@ -14,13 +14,12 @@ from sb3_maxdiff.common.mppi import MPPIPlanner, PlanResult
 WARMUP_CALLS = 2
 
 
-def storage_pointers(module: nn.Module, *extra: object) -> tuple[int, ...]:
+def storage_pointers(*modules: nn.Module | None) -> tuple[int, ...]:
     """
-    Addresses of the module's parameters and buffers (and of those ``extra`` values that are tensors): a captured
-    graph reads them where they were at capture, so it stays valid exactly while these do not change. Host
-    metadata only.
+    Addresses of the modules' parameters and buffers (None: no module): a captured graph reads them where they
+    were at capture, so it stays valid exactly while these do not change. Host metadata only.
     """
-    tensors = [*module.parameters(), *module.buffers(), *(value for value in extra if isinstance(value, th.Tensor))]
+    tensors = [tensor for module in modules if module is not None for tensor in (*module.parameters(), *module.buffers())]
     return tuple(tensor.data_ptr() for tensor in tensors)
 
 
@@ -28,29 +27,28 @@ class PlanGraph:
     """
     One call of :meth:`MPPIPlanner.plan` for fixed shapes on a CUDA device, captured once and replayed.
 
-    Replays read the model's parameters and ``alpha`` in place, so optimizer steps, ``load_state_dict`` and
-    ``alpha.fill_`` between calls are seen; moving the model (``.to``) or replacing a tensor is not, which
-    :func:`storage_pointers` detects (the owner then captures a new graph). The random stream is left as an
-    eager call would leave it: the warm-up calls' draws are undone, and each replay draws the noise an eager
-    call would draw from the same generator state.
+    Replays read the model's parameters and the path entropy's weight in place, so optimizer steps,
+    ``load_state_dict`` and ``alpha.fill_`` between calls are seen; moving the model (``.to``) or replacing a
+    tensor is not, which :func:`storage_pointers` detects (the owner then captures a new graph). The random
+    stream is left as an eager call would leave it: the warm-up calls' draws are undone, and each replay draws
+    the noise an eager call would draw from the same generator state.
 
     :param planner: the planner
     :param model: its learned model (on the CUDA device)
     :param obs: example observations, shape (E, n): the graph is for this shape, dtype and device
     :param nominal: example warm start, shape (E, H, m)
-    :param alpha: weight of the path entropy, a tensor read at every replay or a float fixed in the graph
     """
 
-    def __init__(self, planner: MPPIPlanner, model: nn.Module, obs: th.Tensor, nominal: th.Tensor, alpha: float | th.Tensor):
+    def __init__(self, planner: MPPIPlanner, model: nn.Module, obs: th.Tensor, nominal: th.Tensor):
         if obs.device.type != "cuda":
             raise ValueError(f"obs must be on a CUDA device to capture a CUDA graph, got device {obs.device}")
-        self.pointers = storage_pointers(model, alpha)
+        self.pointers = storage_pointers(model, planner.path_entropy)
         self.obs, self.nominal = obs.detach().clone(), nominal.detach().clone()
         self.reset = th.zeros(obs.shape[0], dtype=th.bool, device=obs.device)
         self.graph = th.cuda.CUDAGraph()
 
         def call() -> PlanResult:
-            return planner.plan(model, self.obs, self.nominal, self.reset, alpha)
+            return planner.plan(model, self.obs, self.nominal, self.reset)
 
         rng_state = th.cuda.get_rng_state(obs.device)
         side_stream = th.cuda.Stream(obs.device)
@@ -102,20 +100,19 @@ class GraphedPlanning:
         obs: th.Tensor,
         nominal: th.Tensor,
         reset: th.Tensor | None,
-        alpha: float | th.Tensor,
     ) -> PlanResult:
         if self.failed or obs.device.type != "cuda":
-            return planner.plan(model, obs, nominal, reset, alpha)
+            return planner.plan(model, obs, nominal, reset)
         # graphs captured before the model's storage changed read stale memory: dropped
-        pointers = storage_pointers(model, alpha)
+        pointers = storage_pointers(model, planner.path_entropy)
         self.graphs = [graph for graph in self.graphs if graph.pointers == pointers]
         graph = next((graph for graph in self.graphs if graph.matches(obs, nominal)), None)
         if graph is None:
             try:
-                graph = PlanGraph(planner, model, obs, nominal, alpha)
+                graph = PlanGraph(planner, model, obs, nominal)
             except RuntimeError as error:
                 self.failed = True
                 warnings.warn(f"cuda_graph=True: capturing the planner failed ({error}); planning eagerly instead")
-                return planner.plan(model, obs, nominal, reset, alpha)
+                return planner.plan(model, obs, nominal, reset)
             self.graphs.append(graph)
         return graph(obs, nominal, reset)

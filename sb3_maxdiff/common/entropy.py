@@ -13,6 +13,7 @@ import functools
 from dataclasses import dataclass
 
 import torch as th
+from torch import nn
 
 ENTROPY_METHODS = ("logdet", "top_eigs", "log_trace")
 
@@ -128,6 +129,27 @@ class PathEntropy:
             paths = paths[..., _constant(self.dims, th.long, paths.device)]
         weights = None if self.weights is None else _constant(self.weights, paths.dtype, paths.device)
         return path_entropy(paths, weights, window=self.window, method=self.method, top_m=self.top_m)
+
+
+class EntropyBonus(nn.Module):
+    """
+    The MaxDiff term of the planner's sample scores, ``alpha * S`` for each predicted path, with its weight:
+    ``alpha`` is a buffer (it moves with ``.to`` and is saved in the state dict), set in place as a schedule
+    changes it, so that a captured CUDA graph reads the current value.
+
+    :param entropy: the path entropy ``S``
+    :param alpha: its initial weight
+    """
+
+    def __init__(self, entropy: PathEntropy, alpha: float = 0.0):
+        super().__init__()
+        self.entropy = entropy
+        self.alpha: th.Tensor
+        self.register_buffer("alpha", th.full((), float(alpha)))
+
+    def forward(self, paths: th.Tensor) -> th.Tensor:
+        """``alpha * S`` of paths of shape (..., T, n)."""
+        return self.alpha * self.entropy(paths)
 
 
 @functools.lru_cache(maxsize=64)

@@ -3,12 +3,13 @@ Model predictive path integral (MPPI) planning with a learned model,
 batched over samples and parallel environments, each environment with its own warm start.
 """
 
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch as th
 
-from sb3_maxdiff.common.entropy import PathEntropy
+from sb3_maxdiff.common.entropy import EntropyBonus
 from sb3_maxdiff.common.models import DynamicsRewardModel
 
 # Scores that are not finite (diverging model) get this value: they receive ~zero weight.
@@ -93,13 +94,43 @@ def check_flag(name: str, value: object) -> bool:
     return bool(value)
 
 
-def check_planner_settings(horizon: int, n_samples: int, temperature: float, noise_std: float, dtype: str) -> None:
-    """Check the planner's settings, with errors that name the parameter and what it accepts."""
-    check_positive("horizon", horizon, integer=True)
-    check_positive("n_samples", n_samples, integer=True)
-    check_positive("temperature", temperature)
-    check_positive("noise_std", noise_std)
-    planner_compute_dtype(dtype)
+@dataclass(frozen=True)
+class PlannerSettings:
+    """
+    The settings of an :class:`MPPIPlanner`, checked once when they are made (errors name the parameter).
+
+    :param horizon: planning horizon H
+    :param n_samples: number of sampled action sequences K per environment
+    :param temperature: MPPI temperature lambda
+    :param noise_std: std sigma of the sampling noise before smoothing
+    :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the scores (NN-MPPI as published)
+    :param clip_samples: clip sampled actions to [-1, 1] before the rollout (the published runs did not)
+    :param state_bound: bound on predicted states, so that a diverging model stays finite
+    :param dtype: compute dtype of the model rollouts, "float32" or "bfloat16" (see :func:`rollout`)
+    """
+
+    horizon: int = 40
+    n_samples: int = 500
+    temperature: float = 0.5
+    noise_std: float = 0.3
+    control_cost: bool = True
+    clip_samples: bool = False
+    state_bound: float = 1e6
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        check_positive("horizon", self.horizon, integer=True)
+        check_positive("n_samples", self.n_samples, integer=True)
+        check_positive("temperature", self.temperature)
+        check_positive("noise_std", self.noise_std)
+        check_positive("state_bound", self.state_bound)
+        check_flag("control_cost", self.control_cost)
+        check_flag("clip_samples", self.clip_samples)
+        planner_compute_dtype(self.dtype)
+
+    @property
+    def compute_dtype(self) -> th.dtype:
+        return planner_compute_dtype(self.dtype)
 
 
 def _generic_rollout(
@@ -140,51 +171,36 @@ class MPPIPlanner:
     MPPI with time-smoothed Gaussian noise and an optional MaxDiff path-entropy bonus.
 
     :param action_dim: size of the (normalised) action
-    :param horizon: planning horizon H
-    :param n_samples: number of sampled action sequences K per environment
-    :param temperature: MPPI temperature lambda
-    :param noise_std: std sigma of the sampling noise before smoothing
-    :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the scores (NN-MPPI as published)
-    :param clip_samples: clip sampled actions to [-1, 1] inside the rollout (published runs did not)
-    :param path_entropy: the MaxDiff term; None for plain NN-MPPI
-    :param state_bound: bound on predicted states, so that a diverging model stays finite
-    :param dtype: compute dtype of the model rollouts, "float32" or "bfloat16" (see :func:`rollout`)
+    :param settings: the planner's settings (horizon, samples, temperature, noise, ...)
+    :param path_entropy: the MaxDiff term with its weight; None for plain NN-MPPI
+    :param settings_kwargs: the fields of :class:`PlannerSettings` as keywords, instead of ``settings``
     """
 
     def __init__(
         self,
         action_dim: int,
-        horizon: int,
-        n_samples: int,
-        temperature: float,
-        noise_std: float,
-        control_cost: bool = True,
-        clip_samples: bool = False,
-        path_entropy: PathEntropy | None = None,
-        state_bound: float = 1e6,
-        dtype: str = "float32",
+        settings: PlannerSettings | None = None,
+        path_entropy: EntropyBonus | None = None,
+        **settings_kwargs: Any,
     ):
-        check_planner_settings(horizon, n_samples, temperature, noise_std, dtype)
+        if settings is not None and settings_kwargs:
+            raise ValueError(f"pass the planner's settings as settings or as keywords, not both: {sorted(settings_kwargs)}")
         check_positive("action_dim", action_dim, integer=True)
-        self.compute_dtype = planner_compute_dtype(dtype)
+        self.settings = PlannerSettings(**settings_kwargs) if settings is None else settings
         self.action_dim = action_dim
-        self.horizon = horizon
-        self.n_samples = n_samples
-        self.temperature = temperature
-        self.noise_std = noise_std
-        self.control_cost = control_cost
-        self.clip_samples = clip_samples
         self.path_entropy = path_entropy
-        self.state_bound = state_bound
-        self.dtype = dtype
         self._filter: th.Tensor | None = None
 
+    @property
+    def horizon(self) -> int:
+        return self.settings.horizon
+
     def initial_nominal(self, n_envs: int, device: th.device | str) -> th.Tensor:
-        return th.zeros((n_envs, self.horizon, self.action_dim), device=device)
+        return th.zeros((n_envs, self.settings.horizon, self.action_dim), device=device)
 
     def _smoothing(self, device: th.device, dtype: th.dtype) -> th.Tensor:
         if self._filter is None or self._filter.device != device or self._filter.dtype != dtype:
-            self._filter = smoothing_matrix(self.horizon, device, dtype)
+            self._filter = smoothing_matrix(self.settings.horizon, device, dtype)
         return self._filter
 
     def __getstate__(self) -> dict:
@@ -198,7 +214,6 @@ class MPPIPlanner:
         obs: th.Tensor,
         nominal: th.Tensor,
         reset: th.Tensor | None = None,
-        alpha: float | th.Tensor = 0.0,
     ) -> PlanResult:
         """
         One MPPI step for E environments at once.
@@ -207,36 +222,36 @@ class MPPIPlanner:
         :param obs: current observations, shape (E, n)
         :param nominal: nominal sequences from the previous call, shape (E, H, m)
         :param reset: bool (E,), True where an episode starts (the nominal is zeroed, not shifted)
-        :param alpha: weight of the path entropy (ignored without ``path_entropy``)
         """
-        n_envs, horizon, n_samples = obs.shape[0], self.horizon, self.n_samples
+        settings = self.settings
+        n_envs, horizon, n_samples = obs.shape[0], settings.horizon, settings.n_samples
         # 1. warm start: the previous nominal shifted one step (zero where an episode starts)
         nominal = warm_start(nominal, reset)
         # 2. smoothed noise, drawn up front for all envs, samples and steps
         noise = th.randn((n_envs, n_samples, horizon, self.action_dim), device=obs.device, dtype=obs.dtype)
-        noise = self._smoothing(obs.device, obs.dtype) @ (noise * self.noise_std)
+        noise = self._smoothing(obs.device, obs.dtype) @ (noise * settings.noise_std)
         samples = nominal[:, None] + noise
-        if self.clip_samples:
+        if settings.clip_samples:
             samples = samples.clamp(-1.0, 1.0)
             noise = samples - nominal[:, None]
         # 3. one batched rollout over E * K samples
         start = obs[:, None].expand(n_envs, n_samples, obs.shape[-1]).reshape(n_envs * n_samples, -1)
         returns, states = rollout(
-            model, start, samples.reshape(n_envs * n_samples, horizon, -1), self.state_bound, self.compute_dtype
+            model, start, samples.reshape(n_envs * n_samples, horizon, -1), settings.state_bound, settings.compute_dtype
         )
         returns = returns.view(n_envs, n_samples)
         # 4. scores: predicted return, control term (NN-MPPI), path entropy (MaxDiff)
         scores = returns
-        if self.control_cost:
-            scores = scores - 0.5 * self.temperature * (noise**2).sum(dim=(-2, -1)) / self.noise_std**2
+        if settings.control_cost:
+            scores = scores - 0.5 * settings.temperature * (noise**2).sum(dim=(-2, -1)) / settings.noise_std**2
         entropy = th.zeros_like(scores)
         if self.path_entropy is not None:
-            entropy = self.path_entropy(states.view(n_envs, n_samples, horizon, -1))
-            scores = scores + alpha * entropy
+            entropy = self.path_entropy.entropy(states.view(n_envs, n_samples, horizon, -1))
+            scores = scores + self.path_entropy.alpha * entropy
         finite = th.isfinite(scores)
         scores = th.where(finite, scores, th.full_like(scores, INVALID_SCORE))
         # 5.-6. weights and update of the nominal sequence
-        weights = mppi_weights(scores, self.temperature)
+        weights = mppi_weights(scores, settings.temperature)
         nominal = nominal + th.einsum("ek,ekhm->ehm", weights, noise)
         nominal_finite = th.isfinite(nominal)
         nominal = th.where(nominal_finite, nominal, th.zeros_like(nominal))

@@ -79,12 +79,12 @@ class MaxDiffMPPI(NNMPPI):
 
     def _setup_model(self) -> None:
         super()._setup_model()
-        self.policy.alpha.fill_(alpha_value(self.alpha, self.agent_timesteps, self._current_progress_remaining))
+        self.policy.entropy_bonus.alpha.fill_(alpha_value(self.alpha, self.agent_timesteps, self._current_progress_remaining))
 
     def _update_planner_parameters(self) -> None:
         # a StepSchedule counts each agent's own steps
         value = alpha_value(self.alpha, self.agent_timesteps, self._current_progress_remaining)
-        self.policy.alpha.fill_(value)
+        self.policy.entropy_bonus.alpha.fill_(value)
         self.logger.record("train/alpha", value)
 
     def learn(

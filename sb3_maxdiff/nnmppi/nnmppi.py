@@ -27,7 +27,7 @@ from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 from sb3_maxdiff.common.agents import SharedModel, copy_agent, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.entropy import PathEntropy
-from sb3_maxdiff.common.mppi import check_flag, check_planner_settings, check_positive
+from sb3_maxdiff.common.mppi import PlannerSettings, check_flag, check_positive
 from sb3_maxdiff.common.optimizers import apply_update
 from sb3_maxdiff.common.training_stats import TrainingStats
 from sb3_maxdiff.common.utils import check_choice, check_spaces, flushing_denormals, split_policy_and_env
@@ -137,8 +137,14 @@ class NNMPPI(OffPolicyAlgorithm):
             env = maybe_make_env(env, verbose)
         if env is not None:  # before SB3's own checks, for a clear error
             check_spaces(env.observation_space, env.action_space)
-        # the planner's own checks, before SB3's setup, so that the error comes first and names the parameter
-        check_planner_settings(horizon, n_samples, temperature, noise_std, planner_dtype)
+        self.horizon = horizon
+        self.n_samples = n_samples
+        self.temperature = temperature
+        self.noise_std = noise_std
+        self.control_cost = control_cost
+        self.action_semantics = action_semantics
+        self.planner_dtype = planner_dtype
+        _ = self.planner_settings  # made, and so checked, before SB3's setup: this error comes first
         check_positive("batch_size", batch_size, integer=True)
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, (int, np.integer)) or buffer_size < 2:
             # the newest transition waits for its next action, so one row alone is never sampled
@@ -167,14 +173,7 @@ class NNMPPI(OffPolicyAlgorithm):
             seed=seed,
             sde_support=False,
         )
-        self.horizon = horizon
-        self.n_samples = n_samples
-        self.temperature = temperature
-        self.noise_std = noise_std
-        self.control_cost = control_cost
-        self.action_semantics = action_semantics
         self.warmup_actions = warmup_actions
-        self.planner_dtype = planner_dtype
         self.cuda_graph = bool(cuda_graph)
         self.independent_agents = bool(independent_agents)
         # one agent per environment (independent agents), or None: one model for every environment
@@ -190,16 +189,16 @@ class NNMPPI(OffPolicyAlgorithm):
         """The MaxDiff term; NN-MPPI has none."""
         return None
 
-    def _planner_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of the policy's :class:`MPPIPlanner`, from this algorithm's settings."""
-        return dict(
+    @property
+    def planner_settings(self) -> PlannerSettings:
+        """The planner's settings, made (and so checked) from this algorithm's arguments."""
+        return PlannerSettings(
             horizon=self.horizon,
             n_samples=self.n_samples,
             temperature=self.temperature,
             noise_std=self.noise_std,
             control_cost=self.control_cost,
             clip_samples=self.action_semantics == "bounded",
-            path_entropy=self._make_path_entropy(),
             dtype=self.planner_dtype,
         )
 
@@ -242,12 +241,12 @@ class NNMPPI(OffPolicyAlgorithm):
                 **self.replay_buffer_kwargs,
             )
         # The planner's settings and the agent count reach the policy through policy_kwargs, as SB3 forwards
-        # use_sde; the saved policy_kwargs stay the user's (the algorithm's attributes are the settings' one copy).
+        # use_sde; the saved policy_kwargs stay the user's.
         user_policy_kwargs = self.policy_kwargs
-        planner_kwargs = self._planner_kwargs()
         self.policy_kwargs = {
             **user_policy_kwargs,
-            "planner_kwargs": planner_kwargs,
+            "planner_settings": self.planner_settings,
+            "path_entropy": self._make_path_entropy(),
             "n_agents": self.agents.batched,
             "cuda_graph": self.cuda_graph,
         }

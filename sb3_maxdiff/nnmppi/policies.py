@@ -11,8 +11,9 @@ from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 
 from sb3_maxdiff.common.cuda_graphs import GraphedPlanning
+from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropy
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel
-from sb3_maxdiff.common.mppi import MPPIPlanner, PlanResult, check_flag
+from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult, check_flag
 from sb3_maxdiff.common.optimizers import AgentAdam
 
 # torch.optim.Adam options that AgentAdam does not take (it is always one fused-by-shape update)
@@ -47,8 +48,9 @@ class MPPIPolicy(BasePolicy):
     :param observation_space: a Box observation space
     :param action_space: a bounded Box action space
     :param lr_schedule: learning rate schedule of the model optimizer
-    :param planner_kwargs: keyword arguments of :class:`MPPIPlanner` but ``action_dim`` (horizon, n_samples,
-        temperature, noise_std, ..., and ``path_entropy`` for MaxDiff); the algorithm forwards its own settings
+    :param planner_settings: the planner's settings (the algorithm forwards its own; default: PlannerSettings())
+    :param path_entropy: the MaxDiff path entropy, weighted by ``alpha`` (a buffer of the policy's
+        :class:`EntropyBonus`, set by the algorithm's schedule); None for NN-MPPI
     :param net_arch: hidden layers of the dynamics and reward networks
     :param activation_fn: activation of the hidden layers
     :param optimizer_class: model optimizer
@@ -60,6 +62,8 @@ class MPPIPolicy(BasePolicy):
     :param cuda_graph: on a CUDA device, capture each planning call as a CUDA graph on first use and replay
         it (:class:`~sb3_maxdiff.common.cuda_graphs.GraphedPlanning`); elsewhere it has no effect
     :param normalize_images: kept for SB3 compatibility (observations are used as they are)
+    :param planner_kwargs: the planner's settings and ``path_entropy`` in one dict, as policies saved by earlier
+        versions hold them (instead of ``planner_settings`` and ``path_entropy``)
     """
 
     def __init__(
@@ -67,7 +71,8 @@ class MPPIPolicy(BasePolicy):
         observation_space: spaces.Space,
         action_space: spaces.Box,
         lr_schedule: Schedule,
-        planner_kwargs: dict[str, Any],
+        planner_settings: PlannerSettings | None = None,
+        path_entropy: PathEntropy | None = None,
         net_arch: list[int] | None = None,
         activation_fn: type[nn.Module] = nn.ReLU,
         optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
@@ -76,7 +81,14 @@ class MPPIPolicy(BasePolicy):
         n_agents: int | None = None,
         cuda_graph: bool = False,
         normalize_images: bool = True,
+        planner_kwargs: dict[str, Any] | None = None,
     ):
+        if planner_kwargs is not None:
+            if planner_settings is not None or path_entropy is not None:
+                raise ValueError("pass either planner_kwargs (of earlier versions) or planner_settings and path_entropy")
+            planner_kwargs = dict(planner_kwargs)
+            path_entropy = planner_kwargs.pop("path_entropy", None)
+            planner_settings = PlannerSettings(**planner_kwargs)
         if optimizer_kwargs is None:
             # the paper's weight decay; the fused Adam kernel saves ~70% of the optimizer time
             optimizer_kwargs = {"weight_decay": 1e-4, "fused": optimizer_class is th.optim.Adam and n_agents is None}
@@ -87,7 +99,8 @@ class MPPIPolicy(BasePolicy):
             optimizer_class=optimizer_class,
             optimizer_kwargs=optimizer_kwargs,
         )
-        self.planner_kwargs = dict(planner_kwargs)
+        self.planner_settings = PlannerSettings() if planner_settings is None else planner_settings
+        self.path_entropy = path_entropy
         self.net_arch = [200, 200] if net_arch is None else list(net_arch)
         self.activation_fn = activation_fn
         self.reward_discount = reward_discount
@@ -95,7 +108,9 @@ class MPPIPolicy(BasePolicy):
         self.cuda_graph = check_flag("cuda_graph", cuda_graph)
         self._graphs = GraphedPlanning()
         obs_dim, action_dim = int(np.prod(observation_space.shape)), int(action_space.shape[0])  # type: ignore[arg-type,index]
-        self.planner = MPPIPlanner(action_dim, **self.planner_kwargs)
+        # the weight of the path entropy lives with it, a buffer of this policy (moved and saved with it)
+        self.entropy_bonus = None if path_entropy is None else EntropyBonus(path_entropy)
+        self.planner = MPPIPlanner(action_dim, self.planner_settings, self.entropy_bonus)
         self.model: DynamicsRewardModel
         if n_agents is None:
             self.model = DynamicsRewardModel(obs_dim, action_dim, self.net_arch, activation_fn, 3e-3, reward_discount)
@@ -103,10 +118,6 @@ class MPPIPolicy(BasePolicy):
             self.model = BatchedDynamicsRewardModel(
                 n_agents, obs_dim, action_dim, self.net_arch, activation_fn, 3e-3, reward_discount
             )
-        # current weight of the path entropy, beside it (MaxDiff only; the algorithm holds its schedule), a
-        # buffer so that `.to(device)` and save/load carry it
-        self.alpha: th.Tensor | None
-        self.register_buffer("alpha", None if self.planner.path_entropy is None else th.zeros(()))
         if n_agents is None:
             self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
         else:
@@ -117,7 +128,8 @@ class MPPIPolicy(BasePolicy):
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data.update(
-            planner_kwargs=self.planner_kwargs,
+            planner_settings=self.planner_settings,
+            path_entropy=self.path_entropy,
             net_arch=self.net_arch,
             activation_fn=self.activation_fn,
             optimizer_class=self.optimizer_class,
@@ -148,18 +160,24 @@ class MPPIPolicy(BasePolicy):
             )
         if nominal is None:
             nominal = self.planner.initial_nominal(obs.shape[0], obs.device)
-        alpha = 0.0 if self.alpha is None else self.alpha
         if self.cuda_graph:
-            return self._graphs.plan(self.planner, self.model, obs, nominal, episode_start, alpha)
-        return self.planner.plan(self.model, obs, nominal, episode_start, alpha)
+            return self._graphs.plan(self.planner, self.model, obs, nominal, episode_start)
+        return self.planner.plan(self.model, obs, nominal, episode_start)
+
+    @property
+    def alpha(self) -> th.Tensor | None:
+        """The current weight of the path entropy (MaxDiff), None for NN-MPPI."""
+        return None if self.entropy_bonus is None else self.entropy_bonus.alpha
 
     def __getstate__(self) -> dict:
         # captured graphs are neither copied nor pickled: a copy captures its own on first use
         return {**super().__getstate__(), "_graphs": GraphedPlanning()}
 
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
-        if self.alpha is None:  # NN-MPPI models saved by earlier versions carried an unused alpha
-            state_dict.pop(prefix + "alpha", None)
+        # earlier versions kept alpha as a buffer of the policy (NN-MPPI's unused)
+        alpha = state_dict.pop(prefix + "alpha", None)
+        if alpha is not None and self.entropy_bonus is not None:
+            state_dict[prefix + "entropy_bonus.alpha"] = alpha
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def warn_nonfinite(self, n_nonfinite: float) -> None:
@@ -180,7 +198,7 @@ class MPPIPolicy(BasePolicy):
         :param scaled: normalised actions, shape (E, m)
         :return: actions in the environment's units, and the normalised actions they come from
         """
-        if self.planner.clip_samples:
+        if self.planner.settings.clip_samples:
             scaled = np.clip(scaled, -1.0, 1.0)
         return self.unscale_action(scaled), scaled
 
@@ -219,7 +237,7 @@ class MPPIPolicy(BasePolicy):
         n_envs = obs_tensor.shape[0]  # type: ignore[union-attr]
         nominal = None
         if state is not None:
-            expected = (n_envs, self.planner.horizon, self.planner.action_dim)
+            expected = (n_envs, self.planner.settings.horizon, self.planner.action_dim)
             nominal = th.as_tensor(np.asarray(state), dtype=th.float32, device=self.device)
             if tuple(nominal.shape) != expected:
                 raise ValueError(
