@@ -96,13 +96,19 @@ def replay_batch(n_agents: int, batch_size: int) -> list[th.Tensor]:
     return batch
 
 
+def test_batched_rollout_takes_one_row_per_agent_on_the_first_axis():
+    batched = stacked(single_models(3))
+    with pytest.raises(ValueError, match=r"one row per agent \(3\) on their first axis, got shapes \(21, 4\)"):
+        batched.rollout(th.zeros(21, 4, dtype=th.float64), th.zeros(21, 5, 2, dtype=th.float64), 1e6, th.float64)
+
+
 def test_batched_model_equals_separate_models():
     """Rollout, loss, gradients and an Adam step of N batched agents against the same N models one by one."""
     th.manual_seed(0)
     singles = single_models(3)
     batched = stacked(singles)
     obs, actions = th.randn(3, 7, 4, dtype=th.float64), th.randn(3, 7, 5, 2, dtype=th.float64)
-    returns, visited = batched.rollout(obs.reshape(21, 4), actions.reshape(21, 5, 2), 1e6, th.float64)
+    returns, visited = batched.rollout(obs, actions, 1e6, th.float64)  # (3, 7) and (3, 7, 5, 4)
     data = replay_batch(3, 32)
     loss = batched.loss(*data)
     loss.total.sum().backward()
@@ -110,8 +116,8 @@ def test_batched_model_equals_separate_models():
     AgentAdam(batched.parameters(), lr=1e-2, weight_decay=1e-4).step()
     for index, single in enumerate(singles):
         single_returns, single_visited = single.rollout(obs[index], actions[index], 1e6, th.float64)
-        th.testing.assert_close(returns[index * 7 : (index + 1) * 7], single_returns, rtol=1e-12, atol=1e-12)
-        th.testing.assert_close(visited[index * 7 : (index + 1) * 7], single_visited, rtol=1e-12, atol=1e-12)
+        th.testing.assert_close(returns[index], single_returns, rtol=1e-12, atol=1e-12)
+        th.testing.assert_close(visited[index], single_visited, rtol=1e-12, atol=1e-12)
         single_loss = single.loss(*(tensor[index] for tensor in data))
         th.testing.assert_close(loss.total[index], single_loss.total, rtol=1e-12, atol=1e-12)
         th.testing.assert_close(loss.reward[index], single_loss.reward, rtol=1e-12, atol=1e-12)

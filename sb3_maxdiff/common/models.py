@@ -230,15 +230,23 @@ class DynamicsRewardModel(nn.Module):
         self, obs: th.Tensor, actions: th.Tensor, state_bound: float, dtype: th.dtype = th.float32
     ) -> tuple[th.Tensor, th.Tensor]:
         """
-        The planner's rollout of the mean dynamics (see :func:`fused_rollout`).
+        The planner's rollout of the mean dynamics (see :func:`fused_rollout`), over any leading axes.
 
-        :param obs: start states, shape (B, n), float32
-        :param actions: action sequences, shape (B, H, m)
-        :return: summed predicted rewards (B,) and the visited states s_0 .. s_{H-1}, shape (B, H, n)
+        :param obs: start states, shape (*lead, n), float32, e.g. (E, K, n) for K samples in E environments
+        :param actions: action sequences, shape (*lead, H, m)
+        :return: summed predicted rewards (*lead,) and the visited states s_0 .. s_{H-1}, shape (*lead, H, n)
         """
-        return fused_rollout(
-            self.layer_params("dynamics"), self.layer_params("reward"), self.activation, obs, actions, state_bound, dtype
+        lead = obs.shape[:-1]
+        returns, visited = fused_rollout(
+            self.layer_params("dynamics"),
+            self.layer_params("reward"),
+            self.activation,
+            obs.reshape(-1, obs.shape[-1]),
+            actions.reshape(-1, *actions.shape[-2:]),
+            state_bound,
+            dtype,
         )
+        return returns.view(lead), visited.view(*lead, *visited.shape[-2:])
 
     def loss(
         self,
@@ -363,23 +371,29 @@ class BatchedDynamicsRewardModel(DynamicsRewardModel):
         self, obs: th.Tensor, actions: th.Tensor, state_bound: float, dtype: th.dtype = th.float32
     ) -> tuple[th.Tensor, th.Tensor]:
         """
-        The planner's rollout for all agents at once, agent i's samples in rows ``i * K .. (i + 1) * K - 1``.
+        The planner's rollout for all agents at once: the first axis is the agent's, agent i's paths are
+        rolled out through agent i's model only.
 
-        :param obs: start states, shape (N * K, n)
-        :param actions: action sequences, shape (N * K, H, m)
-        :return: summed predicted rewards (N * K,) and visited states (N * K, H, n)
+        :param obs: start states, shape (N, *lead, n), e.g. (N, K, n) for K samples per agent
+        :param actions: action sequences, shape (N, *lead, H, m)
+        :return: summed predicted rewards (N, *lead) and visited states (N, *lead, H, n)
         """
-        n_agents = self.n_agents
+        if obs.shape[0] != self.n_agents or actions.shape[0] != self.n_agents:
+            raise ValueError(
+                f"obs and actions must have one row per agent ({self.n_agents}) on their first axis, "
+                f"got shapes {tuple(obs.shape)} and {tuple(actions.shape)}"
+            )
+        lead = obs.shape[:-1]
         returns, visited = fused_rollout(
             self.layer_params("dynamics"),
             self.layer_params("reward"),
             self.activation,
-            obs.view(n_agents, -1, obs.shape[-1]),
-            actions.view(n_agents, -1, *actions.shape[-2:]),
+            obs.reshape(self.n_agents, -1, obs.shape[-1]),
+            actions.reshape(self.n_agents, -1, *actions.shape[-2:]),
             state_bound,
             dtype,
         )
-        return returns.reshape(-1), visited.reshape(-1, *visited.shape[-2:])
+        return returns.view(lead), visited.view(*lead, *visited.shape[-2:])
 
     def agent_state_dict(self, index: int) -> dict[str, th.Tensor]:
         """The state dict of agent ``index`` as a :class:`DynamicsRewardModel` (copies)."""

@@ -136,14 +136,17 @@ class PlannerSettings:
 def _generic_rollout(
     model: th.nn.Module, obs: th.Tensor, actions: th.Tensor, state_bound: float
 ) -> tuple[th.Tensor, th.Tensor]:
-    """Step any ``model(state, action) -> (next_state, reward)`` (e.g. known dynamics in the tests)."""
-    state, total_reward, visited = obs, th.zeros(obs.shape[0], dtype=obs.dtype, device=obs.device), []
+    """Step any ``model(state, action) -> (next_state, reward)`` over (B, .) rows (e.g. known dynamics in the tests)."""
+    lead = obs.shape[:-1]
+    state, actions = obs.reshape(-1, obs.shape[-1]), actions.reshape(-1, *actions.shape[-2:])
+    total_reward, visited = th.zeros(state.shape[0], dtype=obs.dtype, device=obs.device), []
     for step in range(actions.shape[1]):
         visited.append(state)
         next_state, reward = model(state, actions[:, step])
         total_reward = total_reward + reward
         state = next_state.clamp(-state_bound, state_bound)
-    return total_reward, th.stack(visited, dim=1)
+    states = th.stack(visited, dim=1)
+    return total_reward.view(lead), states.view(*lead, *states.shape[-2:])
 
 
 def rollout(
@@ -154,11 +157,12 @@ def rollout(
     has one (:class:`DynamicsRewardModel`), else a step-by-step loop over ``model(state, action)``.
 
     :param model: learned dynamics and reward, or any ``model(state, action) -> (next_state, reward)``
-    :param obs: start states, shape (B, n), float32
-    :param actions: action sequences, shape (B, H, m)
+    :param obs: start states, shape (*lead, n), float32: (E, K, n) in the planner, the first axis the agent's
+        for a model batched over independent agents
+    :param actions: action sequences, shape (*lead, H, m)
     :param state_bound: predicted states are clamped to [-state_bound, state_bound]
     :param dtype: compute dtype of the multiplies (float32 or bfloat16; the loop ignores it)
-    :return: summed predicted rewards (B,) and the visited states s_0 .. s_{H-1}, shape (B, H, n)
+    :return: summed predicted rewards (*lead,) and the visited states s_0 .. s_{H-1}, shape (*lead, H, n)
     """
     fused = getattr(model, "rollout", None)
     if fused is None:
@@ -234,19 +238,16 @@ class MPPIPlanner:
         if settings.clip_samples:
             samples = samples.clamp(-1.0, 1.0)
             noise = samples - nominal[:, None]
-        # 3. one batched rollout over E * K samples
-        start = obs[:, None].expand(n_envs, n_samples, obs.shape[-1]).reshape(n_envs * n_samples, -1)
-        returns, states = rollout(
-            model, start, samples.reshape(n_envs * n_samples, horizon, -1), settings.state_bound, settings.compute_dtype
-        )
-        returns = returns.view(n_envs, n_samples)
+        # 3. one batched rollout over E * K samples: returns (E, K), states (E, K, H, n)
+        start = obs[:, None].expand(n_envs, n_samples, obs.shape[-1])
+        returns, states = rollout(model, start, samples, settings.state_bound, settings.compute_dtype)
         # 4. scores: predicted return, control term (NN-MPPI), path entropy (MaxDiff)
         scores = returns
         if settings.control_cost:
             scores = scores - 0.5 * settings.temperature * (noise**2).sum(dim=(-2, -1)) / settings.noise_std**2
         entropy = th.zeros_like(scores)
         if self.path_entropy is not None:
-            entropy = self.path_entropy.entropy(states.view(n_envs, n_samples, horizon, -1))
+            entropy = self.path_entropy.entropy(states)
             scores = scores + self.path_entropy.alpha * entropy
         finite = th.isfinite(scores)
         scores = th.where(finite, scores, th.full_like(scores, INVALID_SCORE))
