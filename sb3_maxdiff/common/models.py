@@ -31,19 +31,29 @@ def mlp_layers(input_dim: int, output_dim: int, net_arch: list[int], init_w: flo
     return layers
 
 
-def linear(inputs: th.Tensor, weight: th.Tensor, bias: th.Tensor) -> th.Tensor:
-    """``inputs @ weight^T + bias``; with batched weights (N, out, in), ``inputs`` is (N, B, in)."""
-    if weight.dim() == 2:
-        return F.linear(inputs, weight, bias)
-    return th.baddbmm(bias.unsqueeze(-2), inputs, weight.transpose(-1, -2))
+def affine(inputs: th.Tensor, weight_t: th.Tensor, bias: th.Tensor, out: th.Tensor | None = None) -> th.Tensor:
+    """
+    ``inputs @ weight_t + bias`` (one ``addmm``) with W^T (in, out) and bias (out,); batched over agents
+    (one ``baddbmm``): inputs (N, B, in), W^T (N, in, out) and bias (N, 1, out). Into ``out`` when given.
+    """
+    if weight_t.dim() == 2 and inputs.dim() != 2:  # rows on several leading axes
+        return affine(inputs.reshape(-1, inputs.shape[-1]), weight_t, bias).view(*inputs.shape[:-1], -1)
+    if weight_t.dim() == 2:
+        return th.addmm(bias, inputs, weight_t) if out is None else th.addmm(bias, inputs, weight_t, out=out)
+    return th.baddbmm(bias, inputs, weight_t) if out is None else th.baddbmm(bias, inputs, weight_t, out=out)
+
+
+def transposed(weight: th.Tensor, bias: th.Tensor) -> LayerParams:
+    """(W^T, b) of a layer's (W, b) as views, a batched bias with a row axis (N, 1, out), for :func:`affine`."""
+    return weight.transpose(-1, -2), bias.unsqueeze(-2) if bias.dim() == 2 else bias
 
 
 def run_mlp(params: list[LayerParams], activation: nn.Module, inputs: th.Tensor) -> th.Tensor:
-    """Apply the layers with the activation between them (none after the output layer)."""
+    """Apply the layers, (W, b) each, with the activation between them (none after the output layer)."""
     hidden = inputs
     for weight, bias in params[:-1]:
-        hidden = activation(linear(hidden, weight, bias))
-    return linear(hidden, *params[-1])
+        hidden = activation(affine(hidden, *transposed(weight, bias)))
+    return affine(hidden, *transposed(*params[-1]))
 
 
 def check_net_arch(net_arch: list[int] | None) -> list[int]:
@@ -55,22 +65,12 @@ def check_net_arch(net_arch: list[int] | None) -> list[int]:
 
 
 # ----- the planner's fused rollout ---------------------------------------------------------------
-def _affine(inputs: th.Tensor, weight_t: th.Tensor, bias: th.Tensor, out: th.Tensor | None = None) -> th.Tensor:
-    """
-    ``inputs @ weight_t + bias`` with W^T (in, out) and bias (out,), or batched: (N, in, out) and (N, 1, out);
-    into ``out`` when given.
-    """
-    if weight_t.dim() == 2:
-        return th.addmm(bias, inputs, weight_t) if out is None else th.addmm(bias, inputs, weight_t, out=out)
-    return th.baddbmm(bias, inputs, weight_t) if out is None else th.baddbmm(bias, inputs, weight_t, out=out)
-
-
 def _compute_params(params: list[LayerParams], dtype: th.dtype) -> list[LayerParams]:
     """(W^T, b) of each layer in the compute dtype, W^T contiguous; batched biases get a row axis (N, 1, out)."""
     converted = []
     for weight, bias in params:
-        weight_t, bias = weight.detach().to(dtype).transpose(-1, -2).contiguous(), bias.detach().to(dtype)
-        converted.append((weight_t, bias.unsqueeze(-2) if bias.dim() == 2 else bias))
+        weight_t, bias = transposed(weight.detach().to(dtype), bias.detach().to(dtype))
+        converted.append((weight_t.contiguous(), bias))
     return converted
 
 
@@ -86,8 +86,8 @@ def _mlp_tail(
     """Layers after the first: affine + activation, no activation after the output layer (into ``outputs``, if given)."""
     outputs = outputs or [None] * len(params)  # type: ignore[list-item]
     for (weight_t, bias), out in zip(params[:-1], outputs):
-        hidden = activation(_affine(hidden, weight_t, bias, out))
-    return _affine(hidden, *params[-1], outputs[-1])
+        hidden = activation(affine(hidden, weight_t, bias, out))
+    return affine(hidden, *params[-1], outputs[-1])
 
 
 def _layer_outputs(params: list[LayerParams], rows: tuple[int, ...], like: th.Tensor) -> list[th.Tensor] | None:
@@ -173,46 +173,38 @@ def fused_rollout(
 
 
 # ----- models ------------------------------------------------------------------------------------
-class DynamicsRewardModel(nn.Module):
+class DynamicsRewardBase(nn.Module):
     """
-    Dynamics ``s' ~ N(s + f(s, a), sigma^2)`` with a learned log-std per state dim, and a
-    reward model ``r(s, a)``; both MLPs take ``[s, a]`` with ``a`` the normalised action.
+    Dynamics ``s' ~ N(s + f(s, a), sigma^2)`` with a learned log-std per state dim, and a reward model
+    ``r(s, a)``; both MLPs take ``[s, a]`` with ``a`` the normalised action. What the model computes (forward,
+    loss, rollout) is written once here, over the parameters that a subclass provides: one model's layers
+    (:class:`DynamicsRewardModel`) or N agents' stacked in one tensor (:class:`BatchedDynamicsRewardModel`).
 
     :param obs_dim: size of the flat observation
     :param action_dim: size of the action
-    :param net_arch: hidden layer sizes of both networks
     :param activation_fn: hidden activation
-    :param init_w: output layers are initialised uniformly in [-init_w, init_w]
     :param reward_discount: discount of the TD-like reward target (0.95 in the paper)
     """
 
-    def __init__(
-        self,
-        obs_dim: int,
-        action_dim: int,
-        net_arch: list[int] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        init_w: float = 3e-3,
-        reward_discount: float = 0.95,
-    ):
+    def __init__(self, obs_dim: int, action_dim: int, activation_fn: type[nn.Module], reward_discount: float):
         super().__init__()
-        net_arch = check_net_arch(net_arch)
         self.obs_dim, self.action_dim = obs_dim, action_dim
         self.reward_discount = reward_discount
         # in place where possible: the planner runs this K x H times per step
         self.activation = nn.ReLU(inplace=True) if activation_fn is nn.ReLU else activation_fn()
-        self.dynamics = mlp_layers(obs_dim + action_dim, obs_dim, net_arch, init_w)
-        self.reward = mlp_layers(obs_dim + action_dim, 1, net_arch, init_w)
-        self.log_std = nn.Parameter(th.zeros(obs_dim))
+
+    # the parameters, as the subclass holds them
+    agent_axes: tuple[int, ...] = ()  # leading axes of the parameters: () for one model, (N,) for N agents
 
     def layer_params(self, network: str) -> list[LayerParams]:
         """(weight, bias) of the layers of ``network``, "dynamics" or "reward"."""
-        return [(layer.weight, layer.bias) for layer in getattr(self, network)]
+        raise NotImplementedError
 
-    def _log_std_rows(self) -> th.Tensor:
-        """log-std broadcastable against a batch of states."""
-        return self.log_std
+    def log_std_rows(self) -> th.Tensor:
+        """The learned log-std, broadcastable against a batch of states."""
+        raise NotImplementedError
 
+    # what is computed
     def forward(self, obs: th.Tensor, action: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         """
         :param obs: states of shape (B, n), or (N, B, n) for batched agents
@@ -230,19 +222,28 @@ class DynamicsRewardModel(nn.Module):
         self, obs: th.Tensor, actions: th.Tensor, state_bound: float, dtype: th.dtype = th.float32
     ) -> tuple[th.Tensor, th.Tensor]:
         """
-        The planner's rollout of the mean dynamics (see :func:`fused_rollout`), over any leading axes.
+        The planner's rollout of the mean dynamics (see :func:`fused_rollout`), over any leading axes; for
+        batched agents the first axis is the agent's, and agent i's paths go through agent i's model only.
 
         :param obs: start states, shape (*lead, n), float32, e.g. (E, K, n) for K samples in E environments
         :param actions: action sequences, shape (*lead, H, m)
+        :param state_bound: predicted states are clamped to [-state_bound, state_bound]
+        :param dtype: compute dtype of the multiplies (float32 or bfloat16)
         :return: summed predicted rewards (*lead,) and the visited states s_0 .. s_{H-1}, shape (*lead, H, n)
         """
+        agents = self.agent_axes
+        if tuple(obs.shape[: len(agents)]) != agents or tuple(actions.shape[: len(agents)]) != agents:
+            raise ValueError(
+                f"obs and actions must have one row per agent ({agents[0]}) on their first axis, "
+                f"got shapes {tuple(obs.shape)} and {tuple(actions.shape)}"
+            )
         lead = obs.shape[:-1]
         returns, visited = fused_rollout(
             self.layer_params("dynamics"),
             self.layer_params("reward"),
             self.activation,
-            obs.reshape(-1, obs.shape[-1]),
-            actions.reshape(-1, *actions.shape[-2:]),
+            obs.reshape(*agents, -1, obs.shape[-1]),
+            actions.reshape(*agents, -1, *actions.shape[-2:]),
             state_bound,
             dtype,
         )
@@ -276,7 +277,7 @@ class DynamicsRewardModel(nn.Module):
         # NaN weights (0 / 0) when no row is finite
         row_weights = valid.to(obs.dtype) / valid.sum(dim=-1, keepdim=True)
         mean_next, predicted_reward = self(obs, actions)
-        log_std = self._log_std_rows().clamp(LOG_STD_MIN, LOG_STD_MAX)
+        log_std = self.log_std_rows().clamp(LOG_STD_MIN, LOG_STD_MAX)
         # -log N(s'; mean, std^2) per dim, averaged over dims, then over the finite rows
         nll = (0.5 * ((next_obs - mean_next) * th.exp(-log_std)) ** 2 + log_std + HALF_LOG_2PI).mean(dim=-1)
         dynamics_loss = (nll * row_weights).sum(dim=-1)
@@ -287,14 +288,10 @@ class DynamicsRewardModel(nn.Module):
         return ModelLosses(0.5 * reward_loss + dynamics_loss, dynamics_loss, reward_loss)
 
 
-class BatchedDynamicsRewardModel(DynamicsRewardModel):
+class DynamicsRewardModel(DynamicsRewardBase):
     """
-    N independent :class:`DynamicsRewardModel`\\ s in one set of tensors, for N agents trained side by
-    side: the planner rolls all agents out in one batched rollout and one forward/backward trains them
-    all. Every parameter lives in one (N, P) tensor, row i holding agent i's weights, so that nothing
-    crosses between agents: agent i's outputs and gradients depend only on row i and agent i's inputs.
+    The learned dynamics + reward model of one agent (see :class:`DynamicsRewardBase`).
 
-    :param n_agents: number of agents N
     :param obs_dim: size of the flat observation
     :param action_dim: size of the action
     :param net_arch: hidden layer sizes of both networks
@@ -305,7 +302,6 @@ class BatchedDynamicsRewardModel(DynamicsRewardModel):
 
     def __init__(
         self,
-        n_agents: int,
         obs_dim: int,
         action_dim: int,
         net_arch: list[int] | None = None,
@@ -313,17 +309,40 @@ class BatchedDynamicsRewardModel(DynamicsRewardModel):
         init_w: float = 3e-3,
         reward_discount: float = 0.95,
     ):
+        super().__init__(obs_dim, action_dim, activation_fn, reward_discount)
+        net_arch = check_net_arch(net_arch)
+        self.dynamics = mlp_layers(obs_dim + action_dim, obs_dim, net_arch, init_w)
+        self.reward = mlp_layers(obs_dim + action_dim, 1, net_arch, init_w)
+        self.log_std = nn.Parameter(th.zeros(obs_dim))
+
+    def layer_params(self, network: str) -> list[LayerParams]:
+        return [(layer.weight, layer.bias) for layer in getattr(self, network)]
+
+    def log_std_rows(self) -> th.Tensor:
+        return self.log_std
+
+
+class BatchedDynamicsRewardModel(DynamicsRewardBase):
+    """
+    N independent :class:`DynamicsRewardModel`\\ s in one set of tensors, for N agents trained side by
+    side: the planner rolls all agents out in one batched rollout and one forward/backward trains them
+    all. Every parameter lives in one (N, P) tensor, row i holding agent i's weights, so that nothing
+    crosses between agents: agent i's outputs and gradients depend only on row i and agent i's inputs.
+
+    :param n_agents: number of agents N
+    :param model_args: the arguments of each agent's :class:`DynamicsRewardModel` (obs_dim, action_dim, net_arch,
+        activation_fn, init_w, reward_discount)
+    """
+
+    def __init__(self, n_agents: int, *model_args: Any, **model_kwargs: Any):
         if isinstance(n_agents, bool) or not isinstance(n_agents, int) or n_agents < 1:
             raise ValueError(f"n_agents must be an integer >= 1, got {n_agents!r}")
         # each agent initialised as a model of its own, one after the other from the torch random stream
-        singles = [
-            DynamicsRewardModel(obs_dim, action_dim, net_arch, activation_fn, init_w, reward_discount) for _ in range(n_agents)
-        ]
-        nn.Module.__init__(self)
-        self.obs_dim, self.action_dim = obs_dim, action_dim
-        self.reward_discount = reward_discount
+        singles = [DynamicsRewardModel(*model_args, **model_kwargs) for _ in range(n_agents)]
+        first = singles[0]
+        super().__init__(first.obs_dim, first.action_dim, type(first.activation), first.reward_discount)
         self.n_agents = n_agents
-        self.activation = singles[0].activation
+        self.agent_axes = (n_agents,)
         template = singles[0].state_dict()
         self.layout: dict[str, tuple[int, th.Size]] = {}
         offset = 0
@@ -344,7 +363,7 @@ class BatchedDynamicsRewardModel(DynamicsRewardModel):
 
     def loss(self, *batch: th.Tensor) -> ModelLosses:
         """
-        The loss of every agent, shape (N,) each (see :meth:`DynamicsRewardModel.loss`). The tensors are cut
+        The loss of every agent, shape (N,) each (see :meth:`DynamicsRewardBase.loss`). The tensors are cut
         out of the flat parameter by one ``split`` for the whole loss, so that the backward pass gathers their
         gradients in one concatenation instead of one zero-filled (N, P) tensor per view.
         """
@@ -360,40 +379,12 @@ class BatchedDynamicsRewardModel(DynamicsRewardModel):
         return [(self.view(f"{network}.{i}.weight"), self.view(f"{network}.{i}.bias")) for i in range(self._n_layers)]
 
     @property
-    def log_std(self) -> th.Tensor:  # type: ignore[override]
+    def log_std(self) -> th.Tensor:
         """Learned log-std of every agent, shape (N, n)."""
         return self.view("log_std")
 
-    def _log_std_rows(self) -> th.Tensor:
+    def log_std_rows(self) -> th.Tensor:
         return self.log_std.unsqueeze(-2)
-
-    def rollout(
-        self, obs: th.Tensor, actions: th.Tensor, state_bound: float, dtype: th.dtype = th.float32
-    ) -> tuple[th.Tensor, th.Tensor]:
-        """
-        The planner's rollout for all agents at once: the first axis is the agent's, agent i's paths are
-        rolled out through agent i's model only.
-
-        :param obs: start states, shape (N, *lead, n), e.g. (N, K, n) for K samples per agent
-        :param actions: action sequences, shape (N, *lead, H, m)
-        :return: summed predicted rewards (N, *lead) and visited states (N, *lead, H, n)
-        """
-        if obs.shape[0] != self.n_agents or actions.shape[0] != self.n_agents:
-            raise ValueError(
-                f"obs and actions must have one row per agent ({self.n_agents}) on their first axis, "
-                f"got shapes {tuple(obs.shape)} and {tuple(actions.shape)}"
-            )
-        lead = obs.shape[:-1]
-        returns, visited = fused_rollout(
-            self.layer_params("dynamics"),
-            self.layer_params("reward"),
-            self.activation,
-            obs.reshape(self.n_agents, -1, obs.shape[-1]),
-            actions.reshape(self.n_agents, -1, *actions.shape[-2:]),
-            state_bound,
-            dtype,
-        )
-        return returns.view(lead), visited.view(*lead, *visited.shape[-2:])
 
     def agent_state_dict(self, index: int) -> dict[str, th.Tensor]:
         """The state dict of agent ``index`` as a :class:`DynamicsRewardModel` (copies)."""
