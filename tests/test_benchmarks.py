@@ -40,3 +40,26 @@ def test_threads_benchmark_runs_with_a_tiny_budget():
     printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300).stdout
     rows = [line for line in printed.splitlines() if line.startswith("| 1 |") or line.startswith("| default (")]
     assert len(rows) == 2 and all(float(row.split(" | ")[1]) > 0 for row in rows), printed
+
+
+def test_compare_trees_reports_medians_and_ratios(tmp_path, monkeypatch, capsys):
+    """The alternating comparison of two checkouts, with the timing itself replaced by known figures."""
+    import importlib.util
+
+    path = pathlib.Path(__file__).parent.parent / "benchmarks" / "compare_trees.py"
+    spec = importlib.util.spec_from_file_location("compare_trees", path)
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    calls = []
+
+    def fake_time_tree(tree, out):
+        calls.append(tree.name)
+        figures = {"old": [40.0, 50.0, 45.0], "new": [30.0, 20.0, 25.0]}[tree.name]
+        return {"swimmer plan_ms": figures[(len(calls) - 1) // 2]}
+
+    monkeypatch.setattr(compare, "time_tree", fake_time_tree)
+    (tmp_path / "old").mkdir(), (tmp_path / "new").mkdir()
+    monkeypatch.setattr(sys, "argv", ["compare_trees.py", str(tmp_path / "old"), str(tmp_path / "new"), "--rounds", "3"])
+    compare.main()
+    assert calls == ["old", "new"] * 3  # alternating
+    assert "| swimmer plan_ms | 45.00 | 25.00 | 0.556 |" in capsys.readouterr().out

@@ -122,12 +122,35 @@ def make_agents(n_agents: int | None) -> SharedModel:
     return SharedModel() if n_agents is None else IndependentAgents(n_agents)
 
 
+def check_agent_env(independent_agents: bool, n_agents: int | None, n_envs: int, vec_normalize: object) -> None:
+    """
+    Independent agents need one environment each (``n_envs == n_agents`` once the model has agents), and no
+    statistics shared between environments (no VecNormalize).
+    """
+    if independent_agents and vec_normalize is not None:
+        raise ValueError(
+            "independent_agents=True cannot train on a VecNormalize env: its running statistics are shared by "
+            "all environments, so the agents would not be independent; normalise each environment on its own"
+        )
+    if independent_agents and n_agents is not None and n_envs != n_agents:
+        raise ValueError(
+            f"env must have {n_agents} environments, one per independent agent of this model, got {n_envs}; "
+            "use model.agent(i) to run one agent on its own"
+        )
+
+
 def copy_agent(source: Any, target: Any, index: int) -> None:
     """
-    Copy agent ``index`` of the batched policy ``source`` (its model weights and Adam state) into the
-    single-agent policy ``target``.
+    Copy agent ``index`` of the policy ``source`` (its model weights, Adam state and path-entropy weight) into
+    the single-agent policy ``target``.
     """
+    if source.alpha is not None:
+        target.alpha.copy_(source.alpha)
     model = source.model
+    if source.n_agents is None:  # one agent: the model and optimizer are already those of a single agent
+        target.model.load_state_dict(model.state_dict())
+        target.optimizer.load_state_dict(source.optimizer.state_dict())
+        return
     target.model.load_state_dict(model.agent_state_dict(index))
     state = source.optimizer.state.get(model.flat)
     if state:  # the agent's Adam moments and step count, for continued training

@@ -24,7 +24,7 @@ from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
-from sb3_maxdiff.common.agents import SharedModel, copy_agent, make_agents
+from sb3_maxdiff.common.agents import SharedModel, check_agent_env, copy_agent, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.entropy import PathEntropy
 from sb3_maxdiff.common.mppi import PlannerSettings, check_flag, check_positive
@@ -211,22 +211,9 @@ class NNMPPI(OffPolicyAlgorithm):
         """Environment steps taken by each agent (``num_timesteps`` unless the agents are independent)."""
         return self.num_timesteps if self.agents is None else self.agents.agent_steps(self.num_timesteps)
 
-    def _check_agent_count(self, n_envs: int, vec_normalize: object = None) -> None:
-        """Independent agents need one environment each, and no statistics shared between environments."""
-        if self.independent_agents and (vec_normalize or self._vec_normalize_env) is not None:
-            raise ValueError(
-                "independent_agents=True cannot train on a VecNormalize env: its running statistics are shared by "
-                "all environments, so the agents would not be independent; normalise each environment on its own"
-            )
-        if self.independent_agents and self.n_agents is not None and n_envs != self.n_agents:
-            raise ValueError(
-                f"env must have {self.n_agents} environments, one per independent agent of this model, got {n_envs}; "
-                "use model.agent(i) to run one agent on its own"
-            )
-
     def _setup_model(self) -> None:
         check_spaces(self.observation_space, self.action_space)
-        self._check_agent_count(self.n_envs)
+        check_agent_env(self.independent_agents, self.n_agents, self.n_envs, self._vec_normalize_env)
         self.n_agents = self.n_envs if self.independent_agents else None
         self.agents = make_agents(self.n_agents)
         self._stats = TrainingStats()
@@ -392,7 +379,8 @@ class NNMPPI(OffPolicyAlgorithm):
     # ----- independent agents ----------------------------------------------------------------
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
         is_vec_env = isinstance(env, VecEnv)
-        self._check_agent_count(env.num_envs if is_vec_env else 1, unwrap_vec_normalize(env) if is_vec_env else None)
+        vec_normalize = (unwrap_vec_normalize(env) if is_vec_env else None) or self._vec_normalize_env
+        check_agent_env(self.independent_agents, self.n_agents, env.num_envs if is_vec_env else 1, vec_normalize)
         super().set_env(env, force_reset)
 
     def agent(self: SelfNNMPPI, index: int) -> SelfNNMPPI:
@@ -417,13 +405,7 @@ class NNMPPI(OffPolicyAlgorithm):
         with th.random.fork_rng(devices=[]):  # the throw-away initial weights leave the torch stream as it was
             single._setup_model()
         single.seed = self.seed
-        if self.policy.alpha is not None:
-            single.policy.alpha.copy_(self.policy.alpha)
-        if self.policy.n_agents is None:  # one agent: the model and optimizer are already those of a single agent
-            single.policy.model.load_state_dict(self.policy.model.state_dict())
-            single.policy.optimizer.load_state_dict(self.policy.optimizer.state_dict())
-        else:
-            copy_agent(self.policy, single.policy, index)
+        copy_agent(self.policy, single.policy, index)
         return single
 
     # ----- save / load -----------------------------------------------------------------------
