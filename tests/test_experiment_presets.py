@@ -83,3 +83,26 @@ def test_swimmer_report_puts_ours_beside_the_published_curve_points():
     rows = [line for line in lines if line.startswith("| heavy | MaxDiff")]
     assert [row.split(" | ")[2] for row in rows] == ["10,000", "20,000", "50,000"]  # 100k is past these runs
     assert rows[2].endswith("| 15.0 +/- 5.0 | 15.0 +/- 5.0 | 122 |")
+
+
+def test_cells_say_what_the_runner_needs_of_their_environment():
+    """A cell's step-count family and diagnostics grid are fields set from the table of the paper's environments."""
+    from sb3_maxdiff.envs import point_mass_id
+    from sb3_maxdiff.experiments.presets import PAPER_ENVS, POINT_MASS_ERGODICITY, SWIMMER_ERGODICITY
+
+    for preset in PRESETS.values():
+        for cell in preset.cells:
+            env = PAPER_ENVS[cell.env_id]
+            assert cell.family == env.family
+            assert cell.ergodicity == (None if cell.single_shot else env.ergodicity)
+    point_mass = _cells("point-mass-beta")[("beta=0.01", "maxdiff")]
+    assert point_mass.env_id == point_mass_id("0.01", bounded_actions=False)
+    assert (point_mass.family, point_mass.ergodicity) == ("point-mass", POINT_MASS_ERGODICITY)
+    swimmer = _cells("swimmer-methods")[("heavy", "nnmppi")]
+    assert (swimmer.family, swimmer.ergodicity) == ("mujoco", SWIMMER_ERGODICITY)
+    assert _cells("ant-halfcheetah")[("halfcheetah multi-shot", "sac")].ergodicity is None
+    assert PAPER_ENVS[ANT].single_shot_kwargs == {"terminate_when_upside_down": False}
+    (spec,) = build_specs("swimmer-methods", "smoke", [0], settings=["heavy"], methods=["nnmppi"])
+    assert spec.cell == swimmer
+    with pytest.raises(ValueError, match="preset 'swimmer-methods' has no cell \\('heavy', 'ppo'\\)"):
+        PRESETS["swimmer-methods"].cell("heavy", "ppo")

@@ -7,11 +7,12 @@ import sys
 import time
 import warnings
 
+import numpy as np
 import pytest
 
-from sb3_maxdiff.experiments import execution
+from sb3_maxdiff.experiments import execution, training
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
-from sb3_maxdiff.experiments.execution import execute_run
+from sb3_maxdiff.experiments.execution import ExecutionOptions, execute_group, execute_run
 from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, _literal_policy_kwargs, cell_kwargs, get_budget
 from sb3_maxdiff.experiments.report import load_runs
 from sb3_maxdiff.experiments.runner import run_specs
@@ -41,7 +42,7 @@ def kill_after_progress_calls(monkeypatch, n_calls: int) -> None:
         if calls["n"] == n_calls:
             raise Killed
 
-    monkeypatch.setattr(execution._Progress, "__call__", step_then_die)
+    monkeypatch.setattr(training.Progress, "__call__", step_then_die)
 
 
 @pytest.mark.parametrize("budget", BUDGETS)
@@ -153,8 +154,12 @@ def test_interrupted_run_continues_from_its_checkpoint(tmp_path, monkeypatch):
         execute_run(spec, out)
     run_dir = tmp_path / spec.relpath
     checkpoint = json.loads((run_dir / "checkpoint.json").read_text())
-    assert {key: checkpoint[key] for key in ("timesteps", "episodes")} == {"timesteps": 200, "episodes": 2}
-    assert len(checkpoint["visited_cells"]) > 0  # the coverage carries on after the restart
+    assert {key: checkpoint[key] for key in ("timesteps", "agent_timesteps", "episodes")} == {
+        "timesteps": 200,
+        "agent_timesteps": 200,
+        "episodes": [2],
+    }
+    assert len(checkpoint["visited_cells"][0]) > 0  # the coverage carries on after the restart
     assert len(_monitor_rows(out, spec)) == 2  # the third episode never finished
     monkeypatch.undo()
 
@@ -320,7 +325,7 @@ def test_batched_seeds_write_the_files_of_separate_runs(tmp_path, capsys):
 
 
 def test_interrupted_batch_continues_from_its_checkpoint(tmp_path, monkeypatch):
-    from sb3_maxdiff.experiments.batched import batch_dir, execute_batch
+    from sb3_maxdiff.experiments.training import batch_dir
 
     specs = build_specs("point-mass-beta", "smoke", [0, 1], settings=["beta=1"], methods=["nnmppi"])
     specs = [
@@ -330,14 +335,14 @@ def test_interrupted_batch_continues_from_its_checkpoint(tmp_path, monkeypatch):
 
     kill_after_progress_calls(monkeypatch, 2 * 250)  # two agents: two progress calls per step
     with pytest.raises(Killed):
-        execute_batch(specs, out)
+        execute_group(specs, out)
     checkpoint = json.loads((tmp_path / batch_dir(out, specs) / "checkpoint.json").read_text())
     assert checkpoint["agent_timesteps"] == 200 and checkpoint["timesteps"] == 400
     assert checkpoint["episodes"] == [2, 2] and all(len(cells) > 0 for cells in checkpoint["visited_cells"])
     assert [len(_monitor_rows(out, spec)) for spec in specs] == [2, 2]
     monkeypatch.undo()
 
-    results = execute_batch(specs, out)
+    results = execute_group(specs, out)
     for spec, result in zip(specs, results):
         assert result["resumed_from_steps"] == 200 and result["batched_seeds"] == [0, 1]
         # the two episodes before the checkpoint kept once, then new ones (100 steps, or fewer out of bounds)
@@ -357,7 +362,6 @@ def test_cuda_graph_is_an_execution_option_not_part_of_the_spec(tmp_path, monkey
     from stable_baselines3.common.save_util import load_from_zip_file
 
     from sb3_maxdiff.experiments.algos import get_algo
-    from sb3_maxdiff.experiments.batched import execute_batch
     from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 
     specs = build_specs("point-mass-beta", "smoke", [0, 1, 2], settings=["beta=1"], methods=["nnmppi"])
@@ -375,7 +379,7 @@ def test_cuda_graph_is_an_execution_option_not_part_of_the_spec(tmp_path, monkey
     monkeypatch.setattr(NNMPPI, "learn", learn_and_record)
     kill_after_progress_calls(monkeypatch, 2 * 250)
     with pytest.raises(Killed), pytest.warns(UserWarning, match=no_effect):
-        execute_batch(batch, out, cuda_graph=True)  # a new batch model gets it
+        execute_group(batch, out, options=ExecutionOptions(cuda_graph=True))  # a new batch model gets it
     assert learned == [True]
     monkeypatch.undo()
     monkeypatch.setattr(NNMPPI, "learn", learn_and_record)
@@ -388,18 +392,18 @@ def test_cuda_graph_is_an_execution_option_not_part_of_the_spec(tmp_path, monkey
     monkeypatch.setattr(execution, "_evaluate", evaluate_and_record)
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message="cuda_graph")
-        results = execute_batch(batch, out)  # resumed without it: the checkpoint is loaded without it
+        results = execute_group(batch, out)  # resumed without it: the checkpoint is loaded without it
     assert [result["resumed_from_steps"] for result in results] == [200, 200]
     assert learned == [True, False] and evaluated == [False, False]
     # a saved model evaluated with it; a new single run trained with it
     os.remove(os.path.join(out, batch[0].relpath, RESULT_FILE))
     with pytest.warns(UserWarning, match=no_effect):
-        execute_run(batch[0], out, cuda_graph=True)
-        execute_run(single, out, cuda_graph=True)
+        execute_run(batch[0], out, options=ExecutionOptions(cuda_graph=True))
+        execute_run(single, out, options=ExecutionOptions(cuda_graph=True))
     assert evaluated == [False, False, True, True] and learned == [True, False, True]
     # how to run is never part of what is saved
     assert "cuda_graph" not in load_from_zip_file(os.path.join(out, single.relpath, "model.zip"))[0]
-    assert execution.execution_kwargs(get_algo("sac"), True) == {}  # SAC has no planner to capture
+    assert ExecutionOptions(cuda_graph=True).model_kwargs(get_algo("sac")) == {}  # SAC has no planner to capture
 
 
 def test_runner_refuses_gpu_options_that_cannot_apply(capsys):
@@ -456,9 +460,12 @@ def test_swimmer_runs_record_ergodicity_and_sac_zoo_runs(tmp_path):
     evaluations = [row for row in rows if row["kind"] == "eval"]
     assert len(train) == 6 and len(evaluations) == 2
     by_method = {row["method"]: float(row["return"]) for row in evaluations}
-    assert by_method["sac-zoo"] == _result(out, build_specs("swimmer-methods", "smoke", [0], ["heavy"], ["sac-zoo"])[0])[
-        "eval_returns"
-    ]["sb3_maxdiff/Swimmer-heavy-v0"][0]
+    assert (
+        by_method["sac-zoo"]
+        == _result(out, build_specs("swimmer-methods", "smoke", [0], ["heavy"], ["sac-zoo"])[0])["eval_returns"][
+            "sb3_maxdiff/Swimmer-heavy-v0"
+        ][0]
+    )
     from sb3_maxdiff.experiments.episodes import per_seed_values
 
     values = per_seed_values(episodes, [200], full_length=100)
@@ -466,3 +473,49 @@ def test_swimmer_runs_record_ergodicity_and_sac_zoo_runs(tmp_path):
     assert values["running max at 200"]["maxdiff"][0] == max(float(row["return"]) for row in train[:2])
     assert values["final evaluation (mean per seed)"]["sac-zoo"][0] == by_method["sac-zoo"]
     assert set(values) >= {"msd_exponent (median over episodes)", "coverage (end of training)"}
+
+
+def test_a_batch_seeds_each_environment_with_its_own_seed(tmp_path):
+    """Environment i of a batch starts as a run of seed i alone would (SB3 alone would seed it with seed 0 + i)."""
+    import gymnasium as gym
+
+    from sb3_maxdiff.experiments.training import _training_env
+
+    specs = build_specs("point-mass-beta", "smoke", [3, 7], settings=["beta=1"], methods=["nnmppi"])
+    env = _training_env(specs, [str(tmp_path / "a"), str(tmp_path / "b")], resume=False)
+    env.seed(3 + 10)  # what set_random_seed(first seed + steps done) does on resuming at step 10
+    first = env.reset()
+    for row, seed in zip(first, (13, 17)):
+        alone, _ = gym.make(specs[0].env_id, max_episode_steps=100).reset(seed=seed)
+        np.testing.assert_array_equal(row, alone)
+
+
+def test_runs_are_grouped_by_cell_only_when_batching():
+    specs = build_specs("point-mass-beta", "smoke", range(3), settings=["beta=1"], methods=["maxdiff", "sac"])
+    from sb3_maxdiff.experiments.execution import group_runs
+
+    assert group_runs(specs) == [[spec] for spec in specs]
+    batched = group_runs(specs, batch_seeds=True)
+    assert [[spec.seed for spec in group] for group in batched] == [[0, 1, 2], [0], [1], [2]]
+    assert [group[0].method for group in batched] == ["maxdiff", "sac", "sac", "sac"]
+    with pytest.raises(ValueError, match="a group of several runs must be multi-shot NN-MPPI / MaxDiff runs of one cell"):
+        execute_group([spec for spec in specs if spec.method == "sac"][:2], "unused")
+
+
+def test_a_checkpoint_of_an_earlier_version_is_read(tmp_path):
+    """A single run's checkpoint pointer as earlier versions wrote it (a number of episodes, one list of cells)."""
+    from sb3_maxdiff.experiments.training import read_checkpoint
+
+    (tmp_path / "checkpoint.json").write_text(json.dumps({"timesteps": 200, "episodes": 2, "visited_cells": [[1, 2]]}))
+    checkpoint = read_checkpoint(str(tmp_path), 1)
+    assert checkpoint == {"timesteps": 200, "agent_timesteps": 200, "episodes": [2], "visited_cells": [[[1, 2]]]}
+    with pytest.raises(ValueError, match="holds 1 runs, expected 2"):
+        read_checkpoint(str(tmp_path), 2)
+
+
+def test_the_run_spec_is_not_changed_by_training(tmp_path):
+    """SB3 writes into the policy_kwargs it is given: the runner passes a copy, so result.json has the spec as run."""
+    (spec,) = build_specs("point-mass-beta", "smoke", [0], settings=["beta=1"], methods=["sac"])
+    before = json.dumps(spec.to_json())
+    result = execute_run(spec, str(tmp_path))
+    assert json.dumps(spec.to_json()) == before and json.dumps(result["spec"]) == before

@@ -5,6 +5,7 @@ algorithm asks this object wherever the two differ: how steps are counted, how m
 what is logged, and how one agent is taken out of a batched model.
 """
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -57,6 +58,10 @@ class SharedModel:
 
     def record(self, record: Record, model_loss: np.ndarray | None) -> None:
         """Log what is logged per agent: the model loss and the last episode return."""
+
+    def extract(self, algorithm: Any, index: int) -> Any:
+        """Agent ``index`` of ``algorithm`` as an algorithm of its own (independent agents only)."""
+        raise ValueError("agent(index) needs a model created with independent_agents=True")
 
 
 class IndependentAgents(SharedModel):
@@ -115,6 +120,22 @@ class IndependentAgents(SharedModel):
         if self.returns is not None:
             for index, value in enumerate(self.returns):
                 record(f"rollout/ep_rew_agent_{index}", float(value))
+
+    def extract(self, algorithm: Any, index: int) -> Any:
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < self.n_agents:
+            raise ValueError(f"index must be an integer in [0, {self.n_agents - 1}], got {index!r}")
+        skipped = {*algorithm._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts"}
+        data = copy.deepcopy({key: value for key, value in algorithm.__dict__.items() if key not in skipped})
+        single = type(algorithm)(algorithm.policy_class, env=None, _init_setup_model=False)
+        single.__dict__.update(data)
+        single.independent_agents, single.n_envs, single.seed = False, 1, None  # no reseeding of the global RNGs
+        single.cuda_graph = algorithm.cuda_graph  # not a saved parameter, but the agent runs as the batch does
+        single.num_timesteps = self.agent_steps(algorithm.num_timesteps)
+        with th.random.fork_rng(devices=[]):  # the throw-away initial weights leave the torch stream as it was
+            single._setup_model()
+        single.seed = algorithm.seed
+        copy_agent(algorithm.policy, single.policy, index)
+        return single
 
 
 def make_agents(n_agents: int | None) -> SharedModel:

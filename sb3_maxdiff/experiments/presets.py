@@ -28,6 +28,39 @@ METHOD_LABELS = {"maxdiff": "MaxDiff", "nnmppi": "NN-MPPI", "sac": "SAC", SAC_ZO
 ZOO_ENTRIES = {SWIMMER_HEAVY: "Swimmer-v4", SWIMMER_LIGHT: "Swimmer-v4"}
 BUDGETS = ("paper", "reduced", "smoke")
 SWIMMER_ALPHAS = (1.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0)
+# ergodicity diagnostics of the point mass's training paths: (x, y) on a 20 x 20 grid over its +/-5 box
+POINT_MASS_ERGODICITY = dict(dims=[0, 1], low=[-5.0, -5.0], high=[5.0, 5.0], bins=20)
+# the paper's swimmers keep the tip's (x, y) as observations 0 and 1: a 40 x 40 grid of 0.5 m cells over +/-10 m
+SWIMMER_ERGODICITY = dict(dims=[0, 1], low=[-10.0, -10.0], high=[10.0, 10.0], bins=40)
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperEnv:
+    """
+    What the experiments know about one of the paper's training environments.
+
+    :param family: which of a budget's step counts applies (``"point-mass"`` or ``"mujoco"``)
+    :param ergodicity: exploration dims and coverage grid of the training-path diagnostics (None: no diagnostics)
+    :param single_shot_kwargs: environment keyword arguments that keep a single-shot episode from ending
+    """
+
+    family: str
+    ergodicity: dict[str, Any] | None = None
+    single_shot_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+PAPER_ENVS: dict[str, PaperEnv] = {
+    **{
+        point_mass_id(beta, bounded_actions=bounded): PaperEnv("point-mass", POINT_MASS_ERGODICITY)
+        for beta in POINT_MASS_BETAS
+        for bounded in (True, False)
+    },
+    SWIMMER_HEAVY: PaperEnv("mujoco", SWIMMER_ERGODICITY),
+    SWIMMER_LIGHT: PaperEnv("mujoco", SWIMMER_ERGODICITY),
+    # the Ant flips over now and then; in a single never-reset episode that must not end it
+    ANT: PaperEnv("mujoco", single_shot_kwargs={"terminate_when_upside_down": False}),
+    HALF_CHEETAH: PaperEnv("mujoco"),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +112,10 @@ class Cell:
     :param overrides: algorithm keyword arguments on top of the published ones
     :param single_shot: one never-reset episode for the whole run
     :param eval_env_ids: environments the final policy is evaluated on (multi-shot); default ``env_id``
+    :param family: which of a budget's step counts applies (``"point-mass"`` or ``"mujoco"``)
+    :param ergodicity: exploration dims and coverage grid of the training-path diagnostics (None: none are logged)
+
+    :func:`paper_cell` fills ``family`` and ``ergodicity`` from what :data:`PAPER_ENVS` says of ``env_id``.
     """
 
     setting: str
@@ -87,10 +124,15 @@ class Cell:
     overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
     single_shot: bool = False
     eval_env_ids: tuple[str, ...] = ()
+    family: str = "mujoco"
+    ergodicity: dict[str, Any] | None = None
 
-    @property
-    def family(self) -> str:
-        return "point-mass" if "PointMass" in self.env_id else "mujoco"
+
+def paper_cell(setting: str, method: str, env_id: str, **cell_kwargs: Any) -> Cell:
+    """A :class:`Cell` on one of the paper's environments; a multi-shot one logs the ergodicity diagnostics."""
+    env = PAPER_ENVS[env_id]
+    ergodicity = None if cell_kwargs.get("single_shot") else env.ergodicity
+    return Cell(setting, method, env_id, **cell_kwargs, family=env.family, ergodicity=ergodicity)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,15 +157,23 @@ class Preset:
     def methods(self) -> list[str]:
         return list(dict.fromkeys(cell.method for cell in self.cells))
 
+    def cell(self, setting: str, method: str) -> Cell:
+        for cell in self.cells:
+            if (cell.setting, cell.method) == (setting, method):
+                return cell
+        raise ValueError(f"preset {self.name!r} has no cell ({setting!r}, {method!r})")
+
 
 def _grid(settings: dict[str, str], methods: tuple[str, ...] = METHODS, **cell_kwargs: Any) -> tuple[Cell, ...]:
-    return tuple(Cell(setting, method, env_id, **cell_kwargs) for setting, env_id in settings.items() for method in methods)
+    return tuple(
+        paper_cell(setting, method, env_id, **cell_kwargs) for setting, env_id in settings.items() for method in methods
+    )
 
 
 def _single_shot_cells(settings: dict[str, str], maxdiff: dict[str, Any], planner: dict[str, Any]) -> tuple[Cell, ...]:
     overrides = {"maxdiff": {**planner, **maxdiff}, "nnmppi": planner, "sac": {}}
     return tuple(
-        Cell(setting, method, env_id, overrides[method], single_shot=True)
+        paper_cell(setting, method, env_id, overrides=overrides[method], single_shot=True)
         for setting, env_id in settings.items()
         for method in METHODS
     )
@@ -193,7 +243,10 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "swimmer-alpha",
             "Fig. 3b: MaxDiff on the heavy-tail swimmer across alpha",
-            tuple(Cell(f"alpha={alpha:g}", "maxdiff", SWIMMER_HEAVY, {"alpha": alpha}) for alpha in SWIMMER_ALPHAS),
+            tuple(
+                paper_cell(f"alpha={alpha:g}", "maxdiff", SWIMMER_HEAVY, overrides={"alpha": alpha})
+                for alpha in SWIMMER_ALPHAS
+            ),
         ),
         Preset(
             "swimmer-methods",

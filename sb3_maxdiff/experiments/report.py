@@ -22,11 +22,9 @@ import sb3_maxdiff  # noqa: F401  (registers the environments, for their episode
 from sb3_maxdiff.experiments.presets import METHOD_LABELS, PRESETS, Preset
 from sb3_maxdiff.experiments.specs import (
     MONITOR_FILE,
-    POINT_MASS_ERGODICITY,
     RESULT_FILE,
     WINDOWS_FILE,
     RunSpec,
-    ergodicity_grid,
     read_monitor,
     read_windows,
 )
@@ -288,7 +286,7 @@ def ergodicity_table(preset: Preset | None, runs: list[Run]) -> list[str]:
         rows.append(f"| {setting} | {METHOD_LABELS.get(method, method)} | {len(summaries)} | " + " | ".join(columns) + " |")
     if not rows:
         return []
-    grid = ergodicity_grid(runs[0].spec.env_id) or POINT_MASS_ERGODICITY
+    grid = next(run.spec.cell.ergodicity for run in runs if "ergodicity" in run.result)
     return [
         "## Ergodicity of the training paths",
         "",

@@ -21,8 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any
 
 from sb3_maxdiff.experiments.arguments import gpu_share, non_negative_int, positive_int
-from sb3_maxdiff.experiments.batched import execute_batch, group_batches
-from sb3_maxdiff.experiments.execution import execute_run
+from sb3_maxdiff.experiments.execution import ExecutionOptions, execute_group, group_runs
 from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, get_budget
 from sb3_maxdiff.experiments.specs import RESULT_FILE, RunSpec, build_specs, is_finished
 
@@ -35,12 +34,10 @@ def _init_worker(counter: Any) -> None:
 _worker_counter: Any = None
 
 
-def _local_task(specs: list[RunSpec], out: str, threads: int, cuda_graph: bool) -> list[dict[str, Any]]:
+def _local_task(specs: list[RunSpec], out: str, options: ExecutionOptions) -> list[dict[str, Any]]:
     """One run, or the seeds of one cell batched in this process."""
     try:
-        if len(specs) == 1:
-            return [execute_run(specs[0], out, _worker_counter, threads, cuda_graph)]
-        return execute_batch(specs, out, _worker_counter, threads, cuda_graph)
+        return execute_group(specs, out, _worker_counter, options)
     except Exception:
         text = traceback.format_exc()
         for spec in specs:
@@ -97,7 +94,7 @@ def _summary(result: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def run_local(groups: list[list[RunSpec]], out: str, jobs: int, threads: int = 1, cuda_graph: bool = False) -> list[RunSpec]:
+def run_local(groups: list[list[RunSpec]], out: str, jobs: int, options: ExecutionOptions | None = None) -> list[RunSpec]:
     """
     Run each group in one of ``jobs`` worker processes (a group: one run, or the seeds of a cell to batch);
     returns the runs that failed.
@@ -108,7 +105,7 @@ def run_local(groups: list[list[RunSpec]], out: str, jobs: int, threads: int = 1
     failed: list[RunSpec] = []
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(counter,)) as pool:
         futures: dict[Future, list[RunSpec]] = {
-            pool.submit(_local_task, group, out, threads, cuda_graph): group for group in groups
+            pool.submit(_local_task, group, out, options or ExecutionOptions()): group for group in groups
         }
         pending = set(futures)
         while pending:
@@ -131,13 +128,13 @@ def _report_outcome(future: Future, group: list[RunSpec], display: ProgressDispl
         display.run_finished(spec, f"FAILED ({type(error).__name__}: {error}); see error.txt in its folder")
 
 
-def _ray_task(spec_data: dict[str, Any], threads: int, cuda_graph: bool = False) -> dict[str, bytes]:
+def _ray_task(spec_data: dict[str, Any], options: ExecutionOptions) -> dict[str, bytes]:
     """On a Ray node: run into a scratch folder and send back the run folder's files."""
     spec = RunSpec.from_json(spec_data)
     scratch = tempfile.mkdtemp(prefix="sb3_maxdiff_run_")
     try:
         try:
-            execute_run(spec, scratch, None, threads, cuda_graph)
+            execute_group([spec], scratch, None, options)
         except Exception:
             _record_failure(scratch, spec, traceback.format_exc())
         run_dir = os.path.join(scratch, spec.relpath)
@@ -150,13 +147,12 @@ def run_ray(
     specs: list[RunSpec],
     out: str,
     address: str,
-    threads: int = 1,
-    cuda_graph: bool = False,
+    options: ExecutionOptions | None = None,
     gpus_per_run: float | None = None,
 ) -> list[RunSpec]:
     """
     Send ``specs`` to the Ray cluster at ``address`` (``"local"``: start a Ray instance on this machine),
-    one task of ``threads`` CPUs per run, and write each run's files under ``out`` as it comes back.
+    one task of ``options.threads`` CPUs per run, and write each run's files under ``out`` as it comes back.
     A run interrupted on a node starts again from scratch; finished runs are never run twice.
 
     :param gpus_per_run: GPUs each task asks Ray for (a fraction lets runs share a GPU). Default: 1 where the
@@ -176,8 +172,9 @@ def run_ray(
             f"each run asks Ray for {gpus_per_run:g} GPU (device {specs[0].device}), but the cluster at {address} "
             f"has {cluster_gpus:g}; run on GPU nodes or with --device cpu"
         )
-    remote = ray.remote(num_cpus=threads, num_gpus=gpus_per_run)(_ray_task)
-    refs = {remote.remote(spec.to_json(), threads, cuda_graph): spec for spec in specs}
+    options = options or ExecutionOptions()
+    remote = ray.remote(num_cpus=options.threads, num_gpus=gpus_per_run)(_ray_task)
+    refs = {remote.remote(spec.to_json(), options): spec for spec in specs}
     display = ProgressDisplay(sum(spec.work for spec in specs), len(specs))
     failed: list[RunSpec] = []
     pending = list(refs)
@@ -207,18 +204,17 @@ def run_specs(
     specs: list[RunSpec],
     out: str,
     jobs: int | None = None,
-    threads: int = 1,
+    options: ExecutionOptions | None = None,
     ray_address: str | None = None,
     batch_seeds: bool = False,
-    cuda_graph: bool = False,
     gpus_per_run: float | None = None,
 ) -> tuple[list[RunSpec], list[RunSpec]]:
     """
     Run the unfinished ``specs``; returns (those skipped as already finished, those that failed).
 
+    :param options: how the runs execute (torch threads per run, CUDA graphs); not part of a run's spec, so a run
+        started under some options may be resumed under others
     :param batch_seeds: train the seeds of each NN-MPPI / MaxDiff cell together in one process (local runs only)
-    :param cuda_graph: NN-MPPI and MaxDiff plan with CUDA graphs (runs on a CUDA device). Like ``threads``, it
-        is not part of a run's spec: a run started without it may be resumed with it, and the other way round.
     :param gpus_per_run: GPUs each run asks Ray for (Ray runs only; see :func:`run_ray`)
     """
     skipped = [spec for spec in specs if is_finished(out, spec)]
@@ -228,15 +224,13 @@ def run_specs(
     if ray_address is not None:
         if batch_seeds:
             raise ValueError("batch_seeds runs locally; leave out ray_address (or batch_seeds)")
-        return skipped, run_ray(todo, out, ray_address, threads, cuda_graph, gpus_per_run)
+        return skipped, run_ray(todo, out, ray_address, options, gpus_per_run)
     if gpus_per_run is not None:
         raise ValueError("gpus_per_run is a Ray resource request; give ray_address too (or leave gpus_per_run out)")
-    if batch_seeds:
-        groups = group_batches(todo)
-    else:
-        groups = [[spec] for spec in todo]
-    jobs = jobs or max(1, (os.cpu_count() or 1) // threads)
-    return skipped, run_local(groups, out, min(jobs, len(groups)), threads, cuda_graph)
+    options = options or ExecutionOptions()
+    groups = group_runs(todo, batch_seeds)
+    jobs = jobs or max(1, (os.cpu_count() or 1) // options.threads)
+    return skipped, run_local(groups, out, min(jobs, len(groups)), options)
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -297,9 +291,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         for spec in specs:
             print(f"{'done' if is_finished(args.out, spec) else 'todo'}  {spec.relpath}")
         return 0
-    skipped, failed = run_specs(
-        specs, args.out, args.jobs, args.threads, args.ray_address, args.batch_seeds, args.cuda_graph, args.gpus_per_run
-    )
+    options = ExecutionOptions(threads=args.threads, cuda_graph=args.cuda_graph)
+    skipped, failed = run_specs(specs, args.out, args.jobs, options, args.ray_address, args.batch_seeds, args.gpus_per_run)
     done = len(specs) - len(failed)
     print(
         f"{done}/{len(specs)} runs finished ({len(skipped)} were already on disk), {len(failed)} failed; results in {args.out}"

@@ -21,9 +21,9 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.type_aliases import MaybeCallback
 
-from sb3_maxdiff.envs import ANT
 from sb3_maxdiff.experiments.algos import ALGOS, get_algo
 from sb3_maxdiff.experiments.arguments import non_negative_int, positive_int
+from sb3_maxdiff.experiments.presets import PAPER_ENVS
 
 
 class WindowReturnLogger(BaseCallback):
@@ -93,13 +93,13 @@ class SingleShotResult(NamedTuple):
 
 def make_single_shot_env(env_id: str, **env_kwargs: Any) -> gym.Env:
     """
-    The environment ``env_id`` without its time limit; the paper's Ant also without its
-    upside-down termination, so that the single episode never ends.
+    The environment ``env_id`` without its time limit, and for the paper's environments with the keyword
+    arguments that keep the single episode from ending (the Ant's upside-down termination off); ``env_kwargs``
+    go on top.
     """
     spec = dataclasses.replace(gym.spec(env_id), max_episode_steps=None)
-    if env_id == ANT:
-        env_kwargs.setdefault("terminate_when_upside_down", False)
-    return gym.make(spec, **env_kwargs)
+    never_ending = PAPER_ENVS[env_id].single_shot_kwargs if env_id in PAPER_ENVS else {}
+    return gym.make(spec, **{**never_ending, **env_kwargs})
 
 
 def learn_single_shot(

@@ -11,13 +11,13 @@ marks the run as finished.
 
 import csv
 import dataclasses
+import json
 import os
 import re
 from collections.abc import Iterable
 from typing import Any
 
-from sb3_maxdiff.envs import SWIMMER_HEAVY, SWIMMER_LIGHT
-from sb3_maxdiff.experiments.presets import cell_kwargs, get_budget, get_preset
+from sb3_maxdiff.experiments.presets import Cell, cell_kwargs, get_budget, get_preset
 
 RESULT_FILE = "result.json"
 SPEC_FILE = "spec.json"
@@ -25,22 +25,9 @@ MODEL_FILE = "model.zip"
 CHECKPOINT_FILE = "checkpoint.json"
 MONITOR_FILE = "monitor.csv"
 WINDOWS_FILE = "windows.csv"
-# written by a seed-batched training (experiments/batched.py): its time and seeds, read into result.json
+# written by a seed-batched training (experiments/training.py): its time and seeds, read into result.json
 BATCH_FILE = "batch.json"
 ERGODICITY_FILE = "ergodicity.csv"
-# ergodicity diagnostics of the point mass's training paths: (x, y) on a 20 x 20 grid over its +/-5 box
-POINT_MASS_ERGODICITY = dict(dims=[0, 1], low=[-5.0, -5.0], high=[5.0, 5.0], bins=20)
-# the paper's swimmers keep the tip's (x, y) as observations 0 and 1: a 40 x 40 grid of 0.5 m cells over +/-10 m
-SWIMMER_ERGODICITY = dict(dims=[0, 1], low=[-10.0, -10.0], high=[10.0, 10.0], bins=40)
-
-
-def ergodicity_grid(env_id: str) -> dict[str, Any] | None:
-    """The exploration dims and coverage grid of the diagnostics for ``env_id``; None where none is defined."""
-    if "PointMass" in env_id:
-        return POINT_MASS_ERGODICITY
-    if env_id in (SWIMMER_HEAVY, SWIMMER_LIGHT):
-        return SWIMMER_ERGODICITY
-    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +63,11 @@ class RunSpec:
     @property
     def name(self) -> str:
         return f"{self.setting} / {self.method} / seed {self.seed}"
+
+    @property
+    def cell(self) -> Cell:
+        """The preset's cell this run belongs to (what it knows of the environment: diagnostics grid, family)."""
+        return get_preset(self.preset).cell(self.setting, self.method)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -133,6 +125,34 @@ def build_specs(
         for seed in seeds
         for cell in cells
     ]
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write atomically: a run killed while writing leaves the old file or none, never half a file."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as file:
+        json.dump(data, file, indent=1)
+    os.replace(tmp, path)
+
+
+def open_run_dir(out: str, spec: RunSpec) -> str:
+    """
+    The folder of run ``spec`` under ``out``, made if needed, with its ``spec.json``; refuses a folder that
+    holds a run started with other settings (a changed preset or budget).
+    """
+    run_dir = os.path.join(out, spec.relpath)
+    os.makedirs(run_dir, exist_ok=True)
+    path = os.path.join(run_dir, SPEC_FILE)
+    if os.path.exists(path):
+        with open(path) as file:
+            on_disk = json.load(file)
+        if on_disk != json.loads(json.dumps(spec.to_json())):
+            raise ValueError(
+                f"{run_dir} holds a run started with other settings; delete that folder or choose another --out to "
+                "start it afresh"
+            )
+    write_json(path, spec.to_json())
+    return run_dir
 
 
 def is_finished(out: str, spec: RunSpec) -> bool:

@@ -8,7 +8,6 @@ bar and save/load are SB3's; what differs is the policy (a planner over a learne
 replay buffer (it stores the next action) and ``train`` (model updates instead of actor-critic).
 """
 
-import copy
 import warnings
 from typing import Any, ClassVar, TypeVar
 
@@ -24,7 +23,7 @@ from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
-from sb3_maxdiff.common.agents import SharedModel, check_agent_env, copy_agent, make_agents
+from sb3_maxdiff.common.agents import SharedModel, check_agent_env, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.entropy import PathEntropy
 from sb3_maxdiff.common.mppi import PlannerSettings, check_flag, check_positive
@@ -391,34 +390,13 @@ class NNMPPI(OffPolicyAlgorithm):
 
         :param index: the agent, in [0, n_agents)
         """
-        if not self.independent_agents or self.n_agents is None:
-            raise ValueError("agent(index) needs a model created with independent_agents=True")
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < self.n_agents:
-            raise ValueError(f"index must be an integer in [0, {self.n_agents - 1}], got {index!r}")
-        skipped = {*self._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts"}
-        data = copy.deepcopy({key: value for key, value in self.__dict__.items() if key not in skipped})
-        single = type(self)(self.policy_class, env=None, _init_setup_model=False)
-        single.__dict__.update(data)
-        single.independent_agents, single.n_envs, single.seed = False, 1, None  # no reseeding of the global RNGs
-        single.cuda_graph = self.cuda_graph  # not a saved parameter, but the agent runs as this model does
-        single.num_timesteps = self.agent_timesteps
-        with th.random.fork_rng(devices=[]):  # the throw-away initial weights leave the torch stream as it was
-            single._setup_model()
-        single.seed = self.seed
-        copy_agent(self.policy, single.policy, index)
-        return single
+        return self.agents.extract(self, index)
 
     # ----- save / load -----------------------------------------------------------------------
     def _excluded_save_params(self) -> list[str]:
         # cuda_graph is how to run, chosen again at load (like the device)
         # the agents are set up again with the model (_agent_returns: files of earlier versions)
-        excluded = [
-            "_train_nominal",
-            "_stats",
-            "cuda_graph",
-            "agents",
-            "_agent_returns",
-        ]
+        excluded = ["_train_nominal", "_stats", "cuda_graph", "agents", "_agent_returns"]
         return [*super()._excluded_save_params(), *excluded]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
