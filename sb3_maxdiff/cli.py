@@ -9,6 +9,7 @@ import importlib
 import os
 import socket
 import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import NoReturn
 
@@ -49,6 +50,19 @@ def check_log_folder(prog: str, argv: list[str]) -> None:
             f"no {known.algo} runs in the log folder {known.folder!r} ({runs} not found); "
             f"train one with: python -m sb3_maxdiff.train --algo {known.algo} --env {env} -f {known.folder}",
         )
+
+
+def run_on_trained_agent(prog: str, argv: list[str] | None, command: Callable[[], object]) -> None:
+    """
+    Run an rl_zoo3 command that loads a trained agent (``enjoy``, ``record_video``) on the arguments ``argv``
+    (default: the command line), with our algorithms registered and the log folder checked first.
+    """
+    zoo = load_zoo(prog)
+    args = sys.argv[1:] if argv is None else argv
+    check_log_folder(prog, args)
+    zoo.register_with_zoo()
+    with zoo.command_line(args):
+        command()
 
 
 def _network_errors() -> tuple[type[BaseException], ...]:

@@ -5,19 +5,16 @@ RL Zoo video recording of a trained agent (rl_zoo3 ``record_video`` arguments)::
 """
 
 import runpy
-import sys
 
-from sb3_maxdiff.cli import check_log_folder, load_zoo
+from sb3_maxdiff.cli import run_on_trained_agent
+
+
+def _record_video() -> None:
+    runpy.run_module("rl_zoo3.record_video", run_name="__main__")  # a script in rl_zoo3
 
 
 def main(argv: list[str] | None = None) -> None:
-    prog = "python -m sb3_maxdiff.record_video"
-    zoo = load_zoo(prog)
-    args = sys.argv[1:] if argv is None else argv
-    check_log_folder(prog, args)
-    zoo.register_with_zoo()
-    with zoo.command_line(args):
-        runpy.run_module("rl_zoo3.record_video", run_name="__main__")  # a script in rl_zoo3
+    run_on_trained_agent("python -m sb3_maxdiff.record_video", argv, _record_video)
 
 
 if __name__ == "__main__":

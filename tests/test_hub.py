@@ -221,10 +221,12 @@ def test_commands_without_the_zoo_extra_say_which_extra_in_one_line(module):
     assert "pip install 'sb3-maxdiff[zoo]'" in done.stderr
 
 
-def test_enjoy_refuses_a_missing_log_folder_in_one_line(tmp_path, monkeypatch, capsys):
-    from sb3_maxdiff.enjoy import main as enjoy_main
+@pytest.mark.parametrize("command", ["enjoy", "record_video"])
+def test_enjoy_refuses_a_missing_log_folder_in_one_line(command, tmp_path, monkeypatch, capsys):
+    import importlib
 
+    command_main = importlib.import_module(f"sb3_maxdiff.{command}").main
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exit_info:
-        enjoy_main(["--algo", "maxdiff", "--env", ENV_ID, "-f", "logs", "--no-render"])
+        command_main(["--algo", "maxdiff", "--env", ENV_ID, "-f", "logs", "--no-render"])
     assert exit_info.value.code == 1 and "python -m sb3_maxdiff.train --algo maxdiff" in _error_line(capsys)
