@@ -88,11 +88,11 @@ def test_swimmer_report_puts_ours_beside_the_published_curve_points():
 def test_cells_say_what_the_runner_needs_of_their_environment():
     """A cell's step-count family and diagnostics grid are fields set from the table of the paper's environments."""
     from sb3_maxdiff.envs import point_mass_id
-    from sb3_maxdiff.experiments.presets import PAPER_ENVS, POINT_MASS_ERGODICITY, SWIMMER_ERGODICITY
+    from sb3_maxdiff.experiments.presets import POINT_MASS_ERGODICITY, PRESET_ENVS, SWIMMER_ERGODICITY
 
     for preset in PRESETS.values():
         for cell in preset.cells:
-            env = PAPER_ENVS[cell.env_id]
+            env = PRESET_ENVS[cell.env_id]
             assert cell.family == env.family
             assert cell.ergodicity == (None if cell.single_shot else env.ergodicity)
     point_mass = _cells("point-mass-beta")[("beta=0.01", "maxdiff")]
@@ -101,7 +101,7 @@ def test_cells_say_what_the_runner_needs_of_their_environment():
     swimmer = _cells("swimmer-methods")[("heavy", "nnmppi")]
     assert (swimmer.family, swimmer.ergodicity) == ("mujoco", SWIMMER_ERGODICITY)
     assert _cells("ant-halfcheetah")[("halfcheetah multi-shot", "sac")].ergodicity is None
-    assert PAPER_ENVS[ANT].single_shot_kwargs == {"terminate_when_upside_down": False}
+    assert PRESET_ENVS[ANT].single_shot_kwargs == {"terminate_when_upside_down": False}
     (spec,) = build_specs("swimmer-methods", "smoke", [0], settings=["heavy"], methods=["nnmppi"])
     assert spec.cell == swimmer
     with pytest.raises(ValueError, match="preset 'swimmer-methods' has no cell \\('heavy', 'ppo'\\)"):

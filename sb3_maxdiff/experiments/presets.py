@@ -28,6 +28,8 @@ METHOD_LABELS = {"maxdiff": "MaxDiff", "nnmppi": "NN-MPPI", "sac": "SAC", SAC_ZO
 ZOO_ENTRIES = {SWIMMER_HEAVY: "Swimmer-v4", SWIMMER_LIGHT: "Swimmer-v4"}
 BUDGETS = ("paper", "reduced", "smoke")
 SWIMMER_ALPHAS = (1.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0)
+# the id of MaxDiffMPPI("Swimmer-v5"): Gymnasium's Swimmer, stock observation
+STOCK_SWIMMER = "Swimmer-v5"
 # ergodicity diagnostics of the point mass's training paths: (x, y) on a 20 x 20 grid over its +/-5 box
 POINT_MASS_ERGODICITY = dict(dims=[0, 1], low=[-5.0, -5.0], high=[5.0, 5.0], bins=20)
 # the paper's swimmers keep the tip's (x, y) as observations 0 and 1: a 40 x 40 grid of 0.5 m cells over +/-10 m
@@ -35,9 +37,10 @@ SWIMMER_ERGODICITY = dict(dims=[0, 1], low=[-10.0, -10.0], high=[10.0, 10.0], bi
 
 
 @dataclasses.dataclass(frozen=True)
-class PaperEnv:
+class PresetEnv:
     """
-    What the experiments know about one of the paper's training environments.
+    What the experiments know about one of their training environments (the paper's, and Gymnasium's stock
+    Swimmer).
 
     :param family: which of a budget's step counts applies (``"point-mass"`` or ``"mujoco"``)
     :param ergodicity: exploration dims and coverage grid of the training-path diagnostics (None: no diagnostics)
@@ -49,17 +52,19 @@ class PaperEnv:
     single_shot_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-PAPER_ENVS: dict[str, PaperEnv] = {
+PRESET_ENVS: dict[str, PresetEnv] = {
     **{
-        point_mass_id(beta, bounded_actions=bounded): PaperEnv("point-mass", POINT_MASS_ERGODICITY)
+        point_mass_id(beta, bounded_actions=bounded): PresetEnv("point-mass", POINT_MASS_ERGODICITY)
         for beta in POINT_MASS_BETAS
         for bounded in (True, False)
     },
-    SWIMMER_HEAVY: PaperEnv("mujoco", SWIMMER_ERGODICITY),
-    SWIMMER_LIGHT: PaperEnv("mujoco", SWIMMER_ERGODICITY),
+    SWIMMER_HEAVY: PresetEnv("mujoco", SWIMMER_ERGODICITY),
+    SWIMMER_LIGHT: PresetEnv("mujoco", SWIMMER_ERGODICITY),
     # the Ant flips over now and then; in a single never-reset episode that must not end it
-    ANT: PaperEnv("mujoco", single_shot_kwargs={"terminate_when_upside_down": False}),
-    HALF_CHEETAH: PaperEnv("mujoco"),
+    ANT: PresetEnv("mujoco", single_shot_kwargs={"terminate_when_upside_down": False}),
+    HALF_CHEETAH: PresetEnv("mujoco"),
+    # Gymnasium's stock Swimmer observes no x, y: no coverage grid
+    STOCK_SWIMMER: PresetEnv("mujoco"),
 }
 
 
@@ -115,7 +120,7 @@ class Cell:
     :param family: which of a budget's step counts applies (``"point-mass"`` or ``"mujoco"``)
     :param ergodicity: exploration dims and coverage grid of the training-path diagnostics (None: none are logged)
 
-    :func:`paper_cell` fills ``family`` and ``ergodicity`` from what :data:`PAPER_ENVS` says of ``env_id``.
+    :func:`preset_cell` fills ``family`` and ``ergodicity`` from what :data:`PRESET_ENVS` says of ``env_id``.
     """
 
     setting: str
@@ -128,9 +133,9 @@ class Cell:
     ergodicity: dict[str, Any] | None = None
 
 
-def paper_cell(setting: str, method: str, env_id: str, **cell_kwargs: Any) -> Cell:
-    """A :class:`Cell` on one of the paper's environments; a multi-shot one logs the ergodicity diagnostics."""
-    env = PAPER_ENVS[env_id]
+def preset_cell(setting: str, method: str, env_id: str, **cell_kwargs: Any) -> Cell:
+    """A :class:`Cell` on one of :data:`PRESET_ENVS`; a multi-shot one logs the ergodicity diagnostics (where defined)."""
+    env = PRESET_ENVS[env_id]
     ergodicity = None if cell_kwargs.get("single_shot") else env.ergodicity
     return Cell(setting, method, env_id, **cell_kwargs, family=env.family, ergodicity=ergodicity)
 
@@ -166,14 +171,14 @@ class Preset:
 
 def _grid(settings: dict[str, str], methods: tuple[str, ...] = METHODS, **cell_kwargs: Any) -> tuple[Cell, ...]:
     return tuple(
-        paper_cell(setting, method, env_id, **cell_kwargs) for setting, env_id in settings.items() for method in methods
+        preset_cell(setting, method, env_id, **cell_kwargs) for setting, env_id in settings.items() for method in methods
     )
 
 
 def _single_shot_cells(settings: dict[str, str], maxdiff: dict[str, Any], planner: dict[str, Any]) -> tuple[Cell, ...]:
     overrides = {"maxdiff": {**planner, **maxdiff}, "nnmppi": planner, "sac": {}}
     return tuple(
-        paper_cell(setting, method, env_id, overrides=overrides[method], single_shot=True)
+        preset_cell(setting, method, env_id, overrides=overrides[method], single_shot=True)
         for setting, env_id in settings.items()
         for method in METHODS
     )
@@ -244,7 +249,7 @@ PRESETS: dict[str, Preset] = {
             "swimmer-alpha",
             "Fig. 3b: MaxDiff on the heavy-tail swimmer across alpha",
             tuple(
-                paper_cell(f"alpha={alpha:g}", "maxdiff", SWIMMER_HEAVY, overrides={"alpha": alpha})
+                preset_cell(f"alpha={alpha:g}", "maxdiff", SWIMMER_HEAVY, overrides={"alpha": alpha})
                 for alpha in SWIMMER_ALPHAS
             ),
         ),
@@ -255,6 +260,14 @@ PRESETS: dict[str, Preset] = {
             _grid({"heavy": SWIMMER_HEAVY, "light": SWIMMER_LIGHT}, (*METHODS, SAC_ZOO)),
             _final_table(_SWIMMER_FINAL, "{}"),
             _SWIMMER_CURVE,
+        ),
+        Preset(
+            "swimmer-stock",
+            "The design card's id: MaxDiff (alpha 100) vs NN-MPPI on Gymnasium's Swimmer-v5, whose observation has "
+            "no x, y (the path entropy is taken over the tip's velocity, obs 3 and 4)",
+            _grid({"stock": STOCK_SWIMMER}, ("maxdiff", "nnmppi")),
+            notes="Not in the paper: its swimmers keep the tip's x, y in the observation (sb3_maxdiff/Swimmer-heavy-v0 "
+            "is this body with x, y kept), so MaxDiff's entropy there is over position and velocity.",
         ),
         Preset(
             "swimmer-transfer",

@@ -23,7 +23,7 @@ from stable_baselines3.common.type_aliases import MaybeCallback
 
 from sb3_maxdiff.experiments.algos import ALGOS, get_algo
 from sb3_maxdiff.experiments.arguments import non_negative_int, positive_int
-from sb3_maxdiff.experiments.presets import PAPER_ENVS
+from sb3_maxdiff.experiments.presets import PRESET_ENVS
 
 
 class WindowReturnLogger(BaseCallback):
@@ -98,7 +98,7 @@ def make_single_shot_env(env_id: str, **env_kwargs: Any) -> gym.Env:
     go on top.
     """
     spec = dataclasses.replace(gym.spec(env_id), max_episode_steps=None)
-    never_ending = PAPER_ENVS[env_id].single_shot_kwargs if env_id in PAPER_ENVS else {}
+    never_ending = PRESET_ENVS[env_id].single_shot_kwargs if env_id in PRESET_ENVS else {}
     return gym.make(spec, **{**never_ending, **env_kwargs})
 
 
