@@ -106,3 +106,12 @@ def test_cells_say_what_the_runner_needs_of_their_environment():
     assert spec.cell == swimmer
     with pytest.raises(ValueError, match="preset 'swimmer-methods' has no cell \\('heavy', 'ppo'\\)"):
         PRESETS["swimmer-methods"].cell("heavy", "ppo")
+
+
+def test_learning_curves_carry_the_published_points_up_to_the_runs_length():
+    from sb3_maxdiff.experiments.report import published_points
+
+    preset = PRESETS["swimmer-methods"]
+    assert published_points(preset, "heavy", "maxdiff", 50_000) == [(10_000, 2.0), (20_000, 39.0), (50_000, 122.0)]
+    assert published_points(preset, "heavy", "sac", 50_000) == []  # the paper's SAC point is at 100k
+    assert published_points(None, "heavy", "maxdiff", 50_000) == []

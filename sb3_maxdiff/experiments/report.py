@@ -367,8 +367,17 @@ def _curve_grid(runs: list[Run]) -> np.ndarray:
     return np.arange(step, max(run.spec.steps for run in runs) + 1, step)
 
 
+def published_points(preset: Preset | None, setting: str, method: str, last_step: int) -> list[tuple[int, float]]:
+    """The published training-curve points of a cell, (steps, mean return), up to ``last_step``."""
+    curve = preset.published_curve.get((setting, method), {}) if preset is not None else {}
+    return sorted((steps, value) for steps, value in curve.items() if steps <= last_step)
+
+
 def plot_learning_curves(preset: Preset | None, runs: list[Run], path: str, running_max: bool = False) -> None:
-    """One panel per setting: mean +/- std across seeds of the episode (window) return of each method."""
+    """
+    One panel per setting: mean +/- std across seeds of the episode (window) return of each method, each
+    seed's curve faintly, and the published points (crosses) where the preset has them.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -393,6 +402,13 @@ def plot_learning_curves(preset: Preset | None, runs: list[Run], path: str, runn
             label = f"{METHOD_LABELS.get(method, method)} (n={len(cell_runs)})"
             (line,) = axis.plot(grid, mean, label=label)
             axis.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.2)
+            for seed_values in values:
+                axis.plot(grid, seed_values, color=line.get_color(), alpha=0.3, linewidth=0.6)
+            published = published_points(preset, setting, method, int(grid[-1]))
+            if published:
+                steps, means = zip(*published)
+                paper = f"{METHOD_LABELS.get(method, method)}, paper"
+                axis.scatter(steps, means, marker="x", s=60, color=line.get_color(), label=paper, zorder=3)
         axis.set_title(setting)
         axis.set_xlabel("environment steps")
         axis.set_ylabel(f"{kind}{unit} return")
