@@ -12,7 +12,7 @@ from torch import nn
 
 from sb3_maxdiff.common.cuda_graphs import GraphedPlanning
 from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropy
-from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel
+from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel, check_net_arch
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult, check_flag
 from sb3_maxdiff.common.optimizers import AgentAdam
 
@@ -101,7 +101,7 @@ class MPPIPolicy(BasePolicy):
         )
         self.planner_settings = PlannerSettings() if planner_settings is None else planner_settings
         self.path_entropy = path_entropy
-        self.net_arch = [200, 200] if net_arch is None else list(net_arch)
+        self.net_arch = check_net_arch(net_arch)
         self.activation_fn = activation_fn
         self.reward_discount = reward_discount
         self.n_agents = n_agents
@@ -111,13 +111,12 @@ class MPPIPolicy(BasePolicy):
         # the weight of the path entropy lives with it, a buffer of this policy (moved and saved with it)
         self.entropy_bonus = None if path_entropy is None else EntropyBonus(path_entropy)
         self.planner = MPPIPlanner(action_dim, self.planner_settings, self.entropy_bonus)
+        model_args = dict(net_arch=self.net_arch, activation_fn=activation_fn, reward_discount=reward_discount)
         self.model: DynamicsRewardModel
         if n_agents is None:
-            self.model = DynamicsRewardModel(obs_dim, action_dim, self.net_arch, activation_fn, 3e-3, reward_discount)
+            self.model = DynamicsRewardModel(obs_dim, action_dim, **model_args)
         else:
-            self.model = BatchedDynamicsRewardModel(
-                n_agents, obs_dim, action_dim, self.net_arch, activation_fn, 3e-3, reward_discount
-            )
+            self.model = BatchedDynamicsRewardModel(n_agents, obs_dim, action_dim, **model_args)
         if n_agents is None:
             self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
         else:
