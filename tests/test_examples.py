@@ -29,3 +29,30 @@ def test_demo_runs_with_a_tiny_budget(tmp_path):
 def test_quickstart(tmp_path):
     subprocess.run([sys.executable, str(ROOT / "examples" / "quickstart.py")], check=True, cwd=tmp_path, timeout=900)
     assert (tmp_path / "maxdiff_point_mass.zip").exists()
+
+
+def test_swimmer_demo_runs_the_kept_agents(tmp_path):
+    """The two trained swimmers kept in examples/models load and plan; the figure and summary are written."""
+    subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "demo_swimmer.py"), "--steps", "6", "--frames", "2", "--no-render"]
+        + ["--out", str(tmp_path)],
+        check=True,
+        timeout=300,
+    )
+    assert (tmp_path / "swimmer_paths_and_curves.png").stat().st_size > 10_000
+    summary = json.loads((tmp_path / "swimmer_returns.json").read_text())
+    assert set(summary) == {"MaxDiff", "NN-MPPI"}
+    for values in summary.values():
+        assert abs(values["x_travelled"]) < 1.0 and values["return"] == values["return"]  # 6 steps, finite
+
+
+def test_kept_swimmer_agents_are_the_runs_final_models():
+    """Each kept agent is a 50k-step model of the heavy-tail runs, saved without Adam's moments (small files)."""
+    from sb3_maxdiff import NNMPPI, MaxDiffMPPI
+
+    for name, algo in (("maxdiff", MaxDiffMPPI), ("nnmppi", NNMPPI)):
+        path = ROOT / "examples" / "models" / f"swimmer_heavy_{name}_seed0.zip"
+        assert path.stat().st_size < 1_000_000
+        model = algo.load(path, device="cpu")
+        assert model.num_timesteps == 50_000 and not model.policy.optimizer.state
+        assert model.observation_space.shape == (10,)
