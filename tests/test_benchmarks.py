@@ -52,7 +52,7 @@ def test_compare_trees_reports_medians_and_ratios(tmp_path, monkeypatch, capsys)
     spec.loader.exec_module(compare)
     calls = []
 
-    def fake_time_tree(tree, out):
+    def fake_time_tree(tree, out, **options):
         calls.append(tree.name)
         figures = {"old": [40.0, 50.0, 45.0], "new": [30.0, 20.0, 25.0]}[tree.name]
         return {"swimmer plan_ms": figures[(len(calls) - 1) // 2]}

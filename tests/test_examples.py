@@ -33,9 +33,9 @@ def test_quickstart(tmp_path):
 
 def test_swimmer_demo_runs_the_kept_agents(tmp_path):
     """The two trained swimmers kept in examples/models load and plan; the figure and summary are written."""
+    options = ["--steps", "6", "--frames", "2", "--no-render", "--out", str(tmp_path)]
     subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "demo_swimmer.py"), "--steps", "6", "--frames", "2", "--no-render"]
-        + ["--out", str(tmp_path)],
+        [sys.executable, str(ROOT / "examples" / "demo_swimmer.py"), *options],
         check=True,
         timeout=300,
     )
