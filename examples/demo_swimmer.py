@@ -61,17 +61,18 @@ def run_episode(name: str, steps: int, seed: int, frames_at: list[int], render: 
     obs, _ = env.reset(seed=seed)
     model.set_random_seed(seed)
     data = env.unwrapped.data  # type: ignore[attr-defined]
-    tip, total, shots = [obs[:2].copy()], 0.0, []
-    state = None
-    for step in tqdm(range(steps + 1), desc=name, unit="step"):
-        if step in frames_at:
-            shots.append(env.render() if render else np.array([data.body(body).xpos[:2] for body in BODIES]))
-        if step == steps:
-            break
-        action, state = model.predict(obs, state=state, episode_start=np.array([step == 0]), deterministic=True)
+
+    def shot() -> np.ndarray:
+        return env.render() if render else np.array([data.body(body).xpos[:2] for body in BODIES])
+
+    tip, total, shots, state = [obs[:2].copy()], 0.0, [shot()], None
+    for step in tqdm(range(1, steps + 1), desc=name, unit="step"):
+        action, state = model.predict(obs, state=state, episode_start=np.array([step == 1]), deterministic=True)
         obs, reward, terminated, truncated, _ = env.step(action)
         total += float(reward)
         tip.append(obs[:2].copy())
+        if step in frames_at:
+            shots.append(shot())
         if terminated or truncated:
             break
     env.close()
@@ -140,6 +141,8 @@ def draw(episodes: dict[str, dict[str, Any]], frames_at: list[int], rendered: bo
                 axis.set_aspect("equal")
                 axis.tick_params(labelsize=6)
             axis.set_title(f"{name}, step {step}", fontsize=8)
+        for axis in strip[row, len(episode["shots"]) :]:  # the episode ended before these steps
+            axis.set_visible(False)
     path = os.path.join(out, "swimmer_paths_and_curves.png")
     figure.savefig(path, dpi=110)
     plt.close(figure)
