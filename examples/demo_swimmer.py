@@ -34,6 +34,8 @@ from tqdm import tqdm
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
 from sb3_maxdiff.envs import SWIMMER_HEAVY
+from sb3_maxdiff.experiments.presets import PRESETS
+from sb3_maxdiff.experiments.report import published_points
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = {
@@ -41,8 +43,6 @@ MODELS = {
     "NN-MPPI": (NNMPPI, os.path.join(HERE, "models", "swimmer_heavy_nnmppi_seed0.zip")),
 }
 CURVES_CSV = os.path.join(HERE, "..", "docs", "reproduction", "swimmer_heavy_50k.csv")
-# the paper's heavy-tail training curves (10 seeds): steps -> mean training return
-PUBLISHED = {"MaxDiff": {10_000: 2.0, 20_000: 39.0, 50_000: 122.0}, "NN-MPPI": {10_000: 5.0, 20_000: 10.0, 50_000: 16.0}}
 CSV_METHODS = {"maxdiff": "MaxDiff", "nnmppi": "NN-MPPI"}
 BODIES = ("torso", "mid", "back")
 COLORS = {"MaxDiff": "tab:blue", "NN-MPPI": "tab:orange"}
@@ -122,7 +122,9 @@ def draw(episodes: dict[str, dict[str, Any]], frames_at: list[int], rendered: bo
             for index, (ends, returns) in enumerate(seeds.values()):
                 label = f"{name}, {len(seeds)} seeds" if index == 0 else None
                 curves.plot(ends, returns, color=COLORS[name], alpha=0.6, linewidth=0.8, label=label)
-            steps, means = zip(*sorted(PUBLISHED[name].items()))
+            method = next(key for key, label in CSV_METHODS.items() if label == name)
+            last_step = max(int(ends[-1]) for ends, _ in seeds.values())
+            steps, means = zip(*published_points(PRESETS["swimmer-methods"], "heavy", method, last_step))
             curves.scatter(steps, means, color=COLORS[name], marker="x", s=70, zorder=3, label=f"{name}, paper (mean)")
         curves.set(xlabel="environment steps", ylabel="training episode return", title="training, every seed")
         curves.legend(fontsize=8)

@@ -92,7 +92,7 @@ def _trained_earlier(run_dir: str, spec: RunSpec) -> Trained:
 
 def _evaluate_and_write(spec: RunSpec, out: str, progress: Progress, options: ExecutionOptions, trained: Trained) -> dict:
     """Evaluate the trained run (its model in memory, else the saved one) and write its ``result.json``."""
-    run_dir = open_run_dir(out, spec)
+    run_dir = os.path.join(out, spec.relpath)
     start = time.perf_counter()
     model = trained.model
     if model is None:
@@ -127,11 +127,10 @@ def execute_group(
         raise ValueError("a group of several runs must be multi-shot NN-MPPI / MaxDiff runs of one cell")
     th.set_num_threads(options.threads)
     progress = Progress(counter)
-    untrained = [
-        spec
-        for spec in specs
-        if not any(os.path.exists(os.path.join(out, spec.relpath, name)) for name in (RESULT_FILE, MODEL_FILE))
-    ]
+    unfinished = [spec for spec in specs if not is_finished(out, spec)]
+    for spec in unfinished:  # refuses a folder of a run started with other settings, before any work
+        open_run_dir(out, spec)
+    untrained = [spec for spec in unfinished if not os.path.exists(os.path.join(out, spec.relpath, MODEL_FILE))]
     trained = dict(zip(map(id, untrained), train_group(untrained, out, progress, options))) if untrained else {}
     results = []
     for spec in specs:

@@ -36,7 +36,6 @@ from sb3_maxdiff.experiments.specs import (
     MONITOR_FILE,
     WINDOWS_FILE,
     RunSpec,
-    open_run_dir,
     write_json,
 )
 from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
@@ -234,6 +233,13 @@ class _GroupHook(BaseCallback):
 # ----------------------------------------------------------------------------------------------- training
 
 
+def _new_model(spec: RunSpec, env: Any, options: ExecutionOptions, **extra: Any) -> Any:
+    """A fresh model of ``spec``'s method with its keyword arguments (a copy: SB3 writes into ``policy_kwargs``)."""
+    algo = get_algo(spec.method)
+    kwargs = {**copy.deepcopy(spec.algo_kwargs), **options.model_kwargs(algo), **extra}
+    return algo("MlpPolicy", env, seed=spec.seed, device=spec.device, **kwargs)
+
+
 def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, options: ExecutionOptions) -> tuple:
     """The model to train (fresh, or the latest checkpoint with its replay buffer), its agent steps, episodes, cells."""
     first, batched = specs[0], len(specs) > 1
@@ -253,9 +259,7 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
     else:
         remove_checkpoints(directory)
         env = _training_env(specs, run_dirs, resume=False)
-        kwargs = {**copy.deepcopy(first.algo_kwargs), **options.model_kwargs(algo)}  # SB3 writes into policy_kwargs
-        kwargs.update({"independent_agents": True} if batched else {})
-        model = algo("MlpPolicy", env, seed=first.seed, device=first.device, **kwargs)
+        model = _new_model(first, env, options, **({"independent_agents": True} if batched else {}))
         done, episodes, visited = 0, [0] * len(specs), [[] for _ in specs]
     if batched or done:  # a resumed run continues on seeds of its own; a batch's environments follow their seeds
         model.set_random_seed(first.seed + done)
@@ -264,10 +268,7 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
 
 def _train_single_shot(spec: RunSpec, run_dir: str, progress: Progress, options: ExecutionOptions) -> Trained:
     start = time.perf_counter()
-    algo = get_algo(spec.method)
-    env = make_env(spec.env_id, spec)
-    kwargs = {**copy.deepcopy(spec.algo_kwargs), **options.model_kwargs(algo)}  # SB3 writes into policy_kwargs
-    model = algo("MlpPolicy", env, seed=spec.seed, device=spec.device, **kwargs)
+    model = _new_model(spec, make_env(spec.env_id, spec), options)
     hook = _GroupHook(run_dir, 0, progress, [0], [None])
     single = learn_single_shot(model, spec.steps, spec.window, os.path.join(run_dir, WINDOWS_FILE), [hook])
     model.save(os.path.join(run_dir, MODEL_FILE))
@@ -277,12 +278,13 @@ def _train_single_shot(spec: RunSpec, run_dir: str, progress: Progress, options:
 
 def train_group(specs: list[RunSpec], out: str, progress: Progress, options: ExecutionOptions) -> list[Trained]:
     """
-    Train the runs ``specs`` (one run, or the seeds of one batchable cell) and save each run's model in its
-    folder. A batch also writes what each run's result records of the training to its ``batch.json``, so that
-    a run evaluated later in another process still has it.
+    Train the runs ``specs`` (one run, or the seeds of one batchable cell; their folders made by
+    :func:`~sb3_maxdiff.experiments.specs.open_run_dir`) and save each run's model in its folder. A batch also
+    writes what each run's result records of the training to its ``batch.json``, so that a run evaluated later
+    in another process still has it.
     """
     start = time.perf_counter()
-    run_dirs = [open_run_dir(out, spec) for spec in specs]
+    run_dirs = [os.path.join(out, spec.relpath) for spec in specs]
     if specs[0].single_shot:
         (spec,) = specs
         return [_train_single_shot(spec, run_dirs[0], progress, options)]
