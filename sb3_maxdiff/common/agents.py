@@ -41,9 +41,9 @@ class SharedModel:
         """Updates per agent when ``gradient_steps=-1`` asks for one per environment step collected."""
         return gradient_steps
 
-    def buffer_capacity(self, buffer_size: int) -> int:
-        """Rows of the replay buffer, over all environments, for the user's ``buffer_size``."""
-        return buffer_size
+    def make_buffer(self, algorithm: Any) -> NextActionReplayBuffer | None:
+        """The replay buffer of ``algorithm``, or None where SB3's own setup makes it."""
+        return None
 
     def sample(self, buffer: NextActionReplayBuffer, n_rows: int, env: VecNormalize | None) -> NextActionReplayBufferSamples:
         """Minibatch rows for the model: tensors of shape (B, ...), or (N, B, ...) for batched agents."""
@@ -94,9 +94,16 @@ class IndependentAgents(SharedModel):
         # SB3 passes the steps collected by all environments; each agent collected one N-th of them
         return max(gradient_steps // self.n_agents, 1)
 
-    def buffer_capacity(self, buffer_size: int) -> int:
+    def make_buffer(self, algorithm: Any) -> NextActionReplayBuffer | None:
         # SB3's buffers split their size over the environments; independent agents each get all of it
-        return buffer_size * self.n_agents
+        return NextActionReplayBuffer(
+            algorithm.buffer_size * self.n_agents,
+            algorithm.observation_space,
+            algorithm.action_space,
+            device=algorithm.device,
+            n_envs=algorithm.n_envs,
+            **algorithm.replay_buffer_kwargs,
+        )
 
     def sample(self, buffer: NextActionReplayBuffer, n_rows: int, env: VecNormalize | None) -> NextActionReplayBufferSamples:
         if self.batched is None:

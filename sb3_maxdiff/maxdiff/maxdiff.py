@@ -7,6 +7,7 @@ Nature Machine Intelligence 2024, https://doi.org/10.1038/s42256-024-00829-3
 
 from typing import Any, TypeVar
 
+from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.type_aliases import MaybeCallback
 
 from sb3_maxdiff.common.entropy import PathEntropy, make_path_entropy
@@ -68,7 +69,7 @@ class MaxDiffMPPI(NNMPPI):
 
     def _make_path_entropy(self) -> PathEntropy:
         return make_path_entropy(
-            self.obs_dim,
+            get_flattened_obs_dim(self.observation_space),
             self.horizon,
             dims=self.explr_dims,
             weights=self.explr_weights,

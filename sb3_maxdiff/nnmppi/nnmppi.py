@@ -19,7 +19,6 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
@@ -48,9 +47,8 @@ class NNMPPI(OffPolicyAlgorithm):
     and executes the first action of the exponentially weighted update. ``gradient_steps`` model
     updates follow each (vectorised) environment step.
 
-    ``learn`` flushes denormal floats to zero while it runs (``torch.set_flush_denormal``, a process-wide
-    setting, put back as it was when ``learn`` returns): model rollouts produce them and they slow CPU math
-    down markedly.
+    ``learn`` flushes denormal floats (which model rollouts produce and which slow CPU math) to zero while it
+    runs; ``torch.set_flush_denormal`` is put back as it was when ``learn`` returns.
 
     :param policy: "MlpPolicy", a policy class, or directly the environment (instance or id)
     :param env: the environment (instance or registered id); None when ``policy`` is the environment
@@ -66,28 +64,22 @@ class NNMPPI(OffPolicyAlgorithm):
     :param temperature: MPPI temperature lambda (> 0)
     :param noise_std: std sigma of the sampling noise (> 0); 0.3 in every published run
     :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the sample scores (as published)
-    :param action_semantics: how planned actions relate to the action bounds; the action the model is
-        queried with, the one the env receives and the one the replay buffer stores always agree.
-        ``"bounded"``: sampled actions are clipped to the bounds before the rollout, so the model is only
-        asked about executable actions. ``"authors"``: as in the published runs, nothing is clipped by the
-        algorithm: the raw planner action is stored and sent to the env, which applies it as it is (the
-        ``PointMassUnbounded`` ids) or clips it itself (the paper's MuJoCo ids)
+    :param action_semantics: ``"bounded"``: sampled actions are clipped to the action bounds before the
+        rollout, so the model is only asked about executable actions. ``"authors"``: as published, the raw
+        planner action is stored and sent to the env, which applies it as it is (``PointMassUnbounded``) or
+        clips it itself (the paper's MuJoCo ids). Either way the model, the env and the buffer see one action
     :param warmup_actions: ``"random"``: uniformly random actions for the first ``learning_starts`` steps;
         ``"planner"``: plan with the (untrained) model from the first step, as the authors did
-    :param independent_agents: False: one model learns from every environment of the VecEnv. True: each
-        environment i gets an agent of its own (its own model, optimizer state, replay column, warm start
-        and schedules), as N separate runs would, but planned for in one batched rollout and trained in one
-        batched update. Step counts (``learning_starts``, alpha schedules) are then per agent, ``buffer_size``
-        is per agent, and ``total_timesteps`` of ``learn`` counts every agent's steps (SB3's convention);
+    :param independent_agents: False: one model learns from every environment. True: each environment gets
+        an agent of its own (model, optimizer state, replay column, warm start, schedules), as separate runs
+        would, planned and trained in one batched call. ``learning_starts``, alpha schedules and
+        ``buffer_size`` are then per agent; ``total_timesteps`` counts every agent's steps (as in SB3);
         :meth:`agent` extracts one agent as a model of its own
-    :param planner_dtype: compute dtype of the planner's model rollouts, "float32" or "bfloat16" (the model
-        is trained in float32 either way). bfloat16 only pays off on hardware with bfloat16 matrix units; on
-        CPUs without them it is much slower than float32
-    :param cuda_graph: how to run, not what is learned (like ``device``, it is not saved with the model: pass
-        it to ``load`` too): on a CUDA device, capture the planning step as a CUDA graph on first use and
-        replay it, one launch instead of a few hundred per step (the random draws are those of eager
-        planning); no effect on other devices (a warning says so). The model updates stay eager. Not yet run
-        on a GPU by this project
+    :param planner_dtype: dtype of the planner's rollouts, "float32" or "bfloat16" (training is float32);
+        bfloat16 pays off only on hardware with bfloat16 matrix units
+    :param cuda_graph: how to run, not what is learned (not saved: pass it to ``load`` too, like ``device``):
+        on CUDA, replay the planning step as one captured graph (same random draws as eager planning); no
+        effect elsewhere (a warning says so). Not yet run on a GPU by this project
     :param replay_buffer_kwargs: keyword arguments of :class:`NextActionReplayBuffer`
     :param policy_kwargs: policy keyword arguments (``net_arch``, ``activation_fn``, ``optimizer_kwargs``, ...)
     :param stats_window_size: window of the rollout logging averages
@@ -175,8 +167,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self.warmup_actions = warmup_actions
         self.cuda_graph = bool(cuda_graph)
         self.independent_agents = bool(independent_agents)
-        # one agent per environment (independent agents), or None: one model for every environment
-        self.n_agents: int | None = None
+        self.n_agents: int | None = None  # one agent per env (independent agents), or None: one shared model
         self.agents: SharedModel | None = None  # what differs between the two, set up with the model
         self._train_nominal: th.Tensor | None = None
         self._stats = TrainingStats()
@@ -202,10 +193,6 @@ class NNMPPI(OffPolicyAlgorithm):
         )
 
     @property
-    def obs_dim(self) -> int:
-        return get_flattened_obs_dim(self.observation_space)
-
-    @property
     def agent_timesteps(self) -> int:
         """Environment steps taken by each agent (``num_timesteps`` unless the agents are independent)."""
         return self.num_timesteps if self.agents is None else self.agents.agent_steps(self.num_timesteps)
@@ -217,17 +204,9 @@ class NNMPPI(OffPolicyAlgorithm):
         self.agents = make_agents(self.n_agents)
         self._stats = TrainingStats()
         self._train_nominal = None
-        if self.replay_buffer is None and self.agents.independent:
-            self.replay_buffer = NextActionReplayBuffer(
-                self.agents.buffer_capacity(self.buffer_size),
-                self.observation_space,
-                self.action_space,
-                device=self.device,
-                n_envs=self.n_envs,
-                **self.replay_buffer_kwargs,
-            )
-        # The planner's settings and the agent count reach the policy through policy_kwargs, as SB3 forwards
-        # use_sde; the saved policy_kwargs stay the user's.
+        if self.replay_buffer is None:
+            self.replay_buffer = self.agents.make_buffer(self)  # None: SB3's setup below makes it
+        # planner settings and agent count reach the policy as SB3 forwards use_sde; the saved kwargs stay the user's
         user_policy_kwargs = self.policy_kwargs
         self.policy_kwargs = {
             **user_policy_kwargs,
@@ -303,8 +282,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         # one draw for all gradient steps: a single host-to-device copy
-        n_rows = batch_size * gradient_steps
-        data = self.agents.sample(self.replay_buffer, n_rows, self._vec_normalize_env)
+        data = self.agents.sample(self.replay_buffer, batch_size * gradient_steps, self._vec_normalize_env)
         for step in range(gradient_steps):
             batch = (tensor[..., step * batch_size : (step + 1) * batch_size, :] for tensor in data)
             loss = self.policy.model.loss(*batch)
@@ -316,8 +294,8 @@ class NNMPPI(OffPolicyAlgorithm):
         """Log the device-side statistics since the last dump, count the updates, warn about skips."""
         # learn() can fail before SB3 configured the logger
         record = self.logger.record if hasattr(self, "_logger") else lambda *args, **kwargs: None
-        model = self.policy.model
-        self._n_updates = self._stats.flush(record, self.agents, self._n_updates, model.log_std, self.policy.warn_nonfinite)
+        log_std, warn = self.policy.model.log_std, self.policy.warn_nonfinite
+        self._n_updates = self._stats.flush(record, self.agents, self._n_updates, log_std, warn)
 
     def dump_logs(self) -> None:
         self._record_device_stats()
@@ -332,48 +310,20 @@ class NNMPPI(OffPolicyAlgorithm):
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> SelfNNMPPI:
-        # ReLU model rollouts produce denormal floats that slow CPU math down by ~25%: flushed while learning
         try:
             with flushing_denormals():
-                return super().learn(
-                    total_timesteps=total_timesteps,
-                    callback=callback,
-                    log_interval=log_interval,
-                    tb_log_name=tb_log_name,
-                    reset_num_timesteps=reset_num_timesteps,
-                    progress_bar=progress_bar,
-                )
-        finally:
-            # the update count and any warning are up to date when learn returns (or fails)
+                return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
+        finally:  # the update count and any warning are up to date when learn returns (or fails)
             self._record_device_stats()
 
     @classmethod
     def load(  # type: ignore[override]
-        cls: type[SelfNNMPPI],
-        path: Any,
-        env: GymEnv | None = None,
-        device: th.device | str = "auto",
-        custom_objects: dict[str, Any] | None = None,
-        print_system_info: bool = False,
-        force_reset: bool = True,
-        cuda_graph: bool = False,
-        **kwargs: Any,
+        cls: type[SelfNNMPPI], path: Any, env: GymEnv | None = None, device: th.device | str = "auto", *args: Any,
+        cuda_graph: bool = False, **kwargs: Any,
     ) -> SelfNNMPPI:
-        """
-        SB3's ``load``; ``cuda_graph`` is chosen here, like ``device``, whatever the model was trained with
-        (files of earlier versions that saved it load with the value given here).
-        """
+        """SB3's ``load``; ``cuda_graph``, like ``device``, is chosen here whatever the saved model says."""
         check_flag("cuda_graph", cuda_graph)
-        return super().load(  # type: ignore[return-value]
-            path,
-            env=env,
-            device=device,
-            custom_objects=custom_objects,
-            print_system_info=print_system_info,
-            force_reset=force_reset,
-            cuda_graph=cuda_graph,
-            **kwargs,
-        )
+        return super().load(path, env, device, *args, cuda_graph=cuda_graph, **kwargs)  # type: ignore[return-value]
 
     # ----- independent agents ----------------------------------------------------------------
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
@@ -384,11 +334,8 @@ class NNMPPI(OffPolicyAlgorithm):
 
     def agent(self: SelfNNMPPI, index: int) -> SelfNNMPPI:
         """
-        Agent ``index`` of a model with ``independent_agents=True`` as a model of its own, for one
-        environment: same settings and step count, the agent's model weights and optimizer state (not its
-        replay data), e.g. for ``evaluate_policy`` on a single env, ``save`` or the Hugging Face Hub.
-
-        :param index: the agent, in [0, n_agents)
+        Agent ``index`` in [0, n_agents) of an ``independent_agents=True`` model as a model of its own for one
+        env: its settings, step count, weights and optimizer state, not its replay data (for ``save``, the Hub).
         """
         return self.agents.extract(self, index)
 
