@@ -196,7 +196,7 @@ def measure_config(name: str, config: Config, args: argparse.Namespace) -> dict:
     rng = np.random.default_rng(0)
     row: dict = {"config": name, **asdict(config)}
     model = make_algorithm(config, args.device, args.buffer_size)
-    obs_dim, action_dim = model.obs_dim, int(model.action_space.shape[0])  # type: ignore[index]
+    obs_dim, action_dim = model.policy.model.obs_dim, model.policy.model.action_dim
     on_cpu = args.device == "cpu"
     baseline_model, optimizer, baseline_plan = baseline_parts(config, obs_dim, action_dim, model.policy.path_entropy)
     planner_calls = {
