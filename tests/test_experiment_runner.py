@@ -139,6 +139,7 @@ def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
     assert "| beta=0.01 | PointMassUnbounded-beta0_01-v0 | MaxDiff | 2 | 2 |" in report
     assert "MaxDiff vs NN-MPPI" in report and "-269.9 +/- 257.0" in report  # published numbers beside ours
     assert "## Ergodicity of the training paths" in report and "| beta=0.01 | MaxDiff | 2 |" in report
+    assert "population standard deviation (ddof 0" in report  # REPRODUCTION.md quotes both conventions
     for figure in ("multi_shot_learning_curves.png", "multi_shot_final.png"):
         assert (folder / figure).stat().st_size > 10_000
     assert time.perf_counter() - start < 180

@@ -481,7 +481,9 @@ def write_report(root: str, preset_name: str, budget: str, runs: list[Run], runn
         *([preset.notes, ""] if preset and preset.notes else []),
         f"{len(runs)} finished runs; seeds {seeds}; {sorted({run.spec.steps for run in runs})} environment steps per run; "
         f"{sorted({run.spec.eval_episodes for run in multi})} evaluation episodes per seed (multi-shot). "
-        "Published numbers are at the paper budget, not necessarily at our step counts.",
+        "Published numbers are at the paper budget, not necessarily at our step counts. "
+        "Every std here is the population standard deviation (ddof 0, as the paper's error bars); "
+        "`tabulate` prints the sample one (ddof 1).",
         "",
     ]
     figures = []
