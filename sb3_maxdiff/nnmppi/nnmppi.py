@@ -318,8 +318,13 @@ class NNMPPI(OffPolicyAlgorithm):
 
     @classmethod
     def load(  # type: ignore[override]
-        cls: type[SelfNNMPPI], path: Any, env: GymEnv | None = None, device: th.device | str = "auto", *args: Any,
-        cuda_graph: bool = False, **kwargs: Any,
+        cls: type[SelfNNMPPI],
+        path: Any,
+        env: GymEnv | None = None,
+        device: th.device | str = "auto",
+        *args: Any,
+        cuda_graph: bool = False,
+        **kwargs: Any,
     ) -> SelfNNMPPI:
         """SB3's ``load``; ``cuda_graph``, like ``device``, is chosen here whatever the saved model says."""
         check_flag("cuda_graph", cuda_graph)
