@@ -476,6 +476,20 @@ def test_swimmer_runs_record_ergodicity_and_sac_zoo_runs(tmp_path):
     assert set(values) >= {"msd_exponent (median over episodes)", "coverage (end of training)"}
 
 
+def test_export_without_a_finished_run_says_what_it_looked_for(tmp_path, capsys):
+    """A sweep still training (checkpoints, no result.json) has nothing to export: the error names the filter."""
+    cell = tmp_path / "swimmer-stock" / "reduced-50000-steps" / "stock" / "maxdiff" / "seed_0"
+    cell.mkdir(parents=True)
+    (cell / "monitor.csv").write_text('#{"t_start": 0}\nr,l,t\n1.0,1000,1.0\n')
+    args = ["export", str(tmp_path), "--preset", "swimmer-stock", "--budget", "reduced-50000-steps"]
+    with pytest.raises(SystemExit):
+        experiments_main([*args, "--out", str(tmp_path / "episodes.csv")])
+    error = capsys.readouterr().err
+    assert "no finished run (a folder with result.json)" in error
+    assert "preset 'swimmer-stock', budget 'reduced-50000-steps'" in error
+    assert not (tmp_path / "episodes.csv").exists()
+
+
 def test_a_batch_seeds_each_environment_with_its_own_seed(tmp_path):
     """Environment i of a batch starts as a run of seed i alone would (SB3 alone would seed it with seed 0 + i)."""
     import gymnasium as gym

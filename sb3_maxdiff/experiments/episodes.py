@@ -24,7 +24,7 @@ import numpy as np
 
 from sb3_maxdiff.experiments.presets import METHOD_LABELS
 from sb3_maxdiff.experiments.report import Run, episode_length, load_runs, value_at
-from sb3_maxdiff.experiments.specs import ERGODICITY_FILE, read_windows
+from sb3_maxdiff.experiments.specs import ERGODICITY_FILE, RESULT_FILE, read_windows
 from sb3_maxdiff.experiments.stats import format_pvalue, mann_whitney_pvalue, welch_ttest
 
 DIAGNOSTICS = ("msd_exponent", "autocorr_time", "episode_coverage", "coverage")
@@ -83,6 +83,13 @@ def export_episodes(root: str, path: str, budget: str | None = None, preset: str
         for key, runs in load_runs(root).items()
         if (preset is None or key[0] == preset) and (budget is None or key[1] == budget)
     }
+    if not groups:
+        wanted = ", ".join(f"{name} {value!r}" for name, value in (("preset", preset), ("budget", budget)) if value)
+        raise ValueError(
+            f"no finished run (a folder with {RESULT_FILE}) under {root}"
+            + (f" for {wanted}" if wanted else "")
+            + f"; finished runs found: {sorted(load_runs(root))}"
+        )
     if len(groups) != 1:
         raise ValueError(
             f"export needs exactly one (preset, budget) under {root}, found {sorted(groups)}: pass --preset/--budget"
