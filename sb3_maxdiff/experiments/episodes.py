@@ -78,9 +78,10 @@ def run_episode_rows(root: str, run: Run) -> list[dict[str, Any]]:
 
 def export_episodes(root: str, path: str, budget: str | None = None, preset: str | None = None) -> int:
     """Write the episodes of the multi-shot runs under ``root`` (one preset and budget) to ``path``; returns the rows."""
+    finished = load_runs(root)
     groups = {
         key: runs
-        for key, runs in load_runs(root).items()
+        for key, runs in finished.items()
         if (preset is None or key[0] == preset) and (budget is None or key[1] == budget)
     }
     if not groups:
@@ -88,7 +89,7 @@ def export_episodes(root: str, path: str, budget: str | None = None, preset: str
         raise ValueError(
             f"no finished run (a folder with {RESULT_FILE}) under {root}"
             + (f" for {wanted}" if wanted else "")
-            + f"; finished runs found: {sorted(load_runs(root))}"
+            + f"; finished runs found: {sorted(finished)}"
         )
     if len(groups) != 1:
         raise ValueError(
