@@ -142,6 +142,21 @@ def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
     assert "population standard deviation (ddof 0" in report  # REPRODUCTION.md quotes both conventions
     for figure in ("multi_shot_learning_curves.png", "multi_shot_final.png"):
         assert (folder / figure).stat().st_size > 10_000
+
+    # one setting and seed of the sweep to its own CSV; a filter that matches nothing names what there is
+    episodes = tmp_path / "beta1_seed1.csv"
+    assert experiments_main(["export", out, "--settings", "beta=1", "--seeds", "1", "--out", str(episodes)]) == 0
+    with open(episodes) as file:
+        rows = list(csv.DictReader(file))
+    assert {(row["setting"], row["seed"]) for row in rows} == {("beta=1", "1")}
+    assert {row["method"] for row in rows} == {"maxdiff", "nnmppi", "sac"}
+    (beta1_seed1,) = [spec for spec in specs if (spec.setting, spec.seed, spec.method) == ("beta=1", 1, "sac")]
+    train = [float(row["return"]) for row in rows if row["method"] == "sac" and row["kind"] == "train"]
+    assert train == [float(row["r"]) for row in _monitor_rows(out, beta1_seed1)]
+    for bad, message in ((["--seeds", "0", "7"], "--seeds [7] not among"), (["--settings", "beta=3"], "found settings")):
+        with pytest.raises(SystemExit):
+            experiments_main(["export", out, *bad, "--out", str(tmp_path / "none.csv")])
+        assert message in capsys.readouterr().err
     assert time.perf_counter() - start < 180
 
 

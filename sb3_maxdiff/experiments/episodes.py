@@ -3,6 +3,7 @@ Per-episode CSV files of finished runs, and the per-seed tables computed from th
 write-up can be recomputed from a file kept in the repository rather than from a results folder.
 
     python -m sb3_maxdiff.experiments export results --budget reduced-50000-steps --out episodes.csv
+    python -m sb3_maxdiff.experiments export results --budget reduced --settings beta=0.01 --seeds 0 1 2 --out b.csv
     python -m sb3_maxdiff.experiments tabulate episodes.csv --steps 10000 20000 50000
 
 ``export`` writes one row per training episode (its return, length, the step count at its end and, where the run
@@ -76,8 +77,32 @@ def run_episode_rows(root: str, run: Run) -> list[dict[str, Any]]:
     return rows
 
 
-def export_episodes(root: str, path: str, budget: str | None = None, preset: str | None = None) -> int:
-    """Write the episodes of the multi-shot runs under ``root`` (one preset and budget) to ``path``; returns the rows."""
+def _keep(runs: list[Run], settings: list[str] | None, seeds: list[int] | None) -> list[Run]:
+    """The runs of the given settings and seeds (all where None); an error names the ones there are."""
+    for name, wanted, found in (
+        ("settings", settings, sorted({run.spec.setting for run in runs})),
+        ("seeds", seeds, sorted({run.spec.seed for run in runs})),
+    ):
+        missing = sorted(set(wanted or []) - set(found))
+        if missing:
+            raise ValueError(f"--{name} {missing} not among the finished runs; found {name} {found}")
+    return [
+        run for run in runs if (settings is None or run.spec.setting in settings) and (seeds is None or run.spec.seed in seeds)
+    ]
+
+
+def export_episodes(
+    root: str,
+    path: str,
+    budget: str | None = None,
+    preset: str | None = None,
+    settings: list[str] | None = None,
+    seeds: list[int] | None = None,
+) -> int:
+    """
+    Write the episodes of the multi-shot runs under ``root`` (one preset and budget; only the given settings and
+    seeds where these are given) to ``path``; returns the number of rows.
+    """
     finished = load_runs(root)
     groups = {
         key: runs
@@ -97,7 +122,8 @@ def export_episodes(root: str, path: str, budget: str | None = None, preset: str
         )
     (runs,) = groups.values()
     runs = sorted(
-        (run for run in runs if not run.spec.single_shot), key=lambda run: (run.spec.setting, run.spec.method, run.spec.seed)
+        (run for run in _keep(runs, settings, seeds) if not run.spec.single_shot),
+        key=lambda run: (run.spec.setting, run.spec.method, run.spec.seed),
     )
     rows = [row for run in runs for row in run_episode_rows(root, run)]
     with open(path, "w", newline="") as file:
@@ -188,9 +214,11 @@ def export_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--out", required=True, help="CSV file to write")
     parser.add_argument("--preset", default=None, help="the preset (needed when the folder holds several)")
     parser.add_argument("--budget", default=None, help="the budget label (needed when the folder holds several)")
+    parser.add_argument("--settings", nargs="+", default=None, help="only these settings of the preset (e.g. beta=0.01)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="only these seeds")
     args = parser.parse_args(argv)
     try:
-        count = export_episodes(args.results, args.out, args.budget, args.preset)
+        count = export_episodes(args.results, args.out, args.budget, args.preset, args.settings, args.seeds)
     except ValueError as error:
         parser.error(str(error))
     print(f"{count} episodes written to {args.out}")
