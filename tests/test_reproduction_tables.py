@@ -1,0 +1,203 @@
+"""
+The tables of REPRODUCTION.md against the per-episode CSVs they were computed from: every per-seed value and every
+mean +/- std (ddof 1) over seeds, recomputed from its file in docs/reproduction and rounded to the digits the table
+shows, must match.
+"""
+
+import math
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+from sb3_maxdiff.experiments.episodes import DIAGNOSTICS, per_seed_values
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+METHODS = {"MaxDiff": "maxdiff", "NN-MPPI": "nnmppi", "SAC": "sac", "SAC (paper's)": "sac", "SAC (RL Zoo)": "sac-zoo"}
+EVALUATION = "final evaluation (mean per seed)"
+REPRODUCTION = ROOT / "docs" / "reproduction"
+# point-mass CSVs whose training episodes do not yet carry their path diagnostics (their runs are being repeated
+# to record them); the diagnostics rows of their tables cannot be checked until then
+WITHOUT_DIAGNOSTICS = {
+    "point_mass_beta0.01_10k_batched.csv",
+    "point_mass_beta0.01_20k_batched.csv",
+    "point_mass_beta0.001_10k_batched.csv",
+    "point_mass_beta0.001_20k_batched.csv",
+    "point_mass_beta0.001_20k_seeds10-14_batched.csv",
+}
+SWIMMER_COLUMNS = [
+    "last episode at 10,000",
+    "last episode at 20,000",
+    "last episode at 50,000",
+    "running max at 50,000",
+    EVALUATION,
+    "coverage (end of training)",
+    "msd_exponent (median over episodes)",
+    "autocorr_time (median over episodes)",
+]
+
+
+def table_after(marker: str) -> tuple[list[str], list[list[str]]]:
+    """
+    The header cells and the cells of each row of the first markdown table from the line that starts with
+    ``marker`` on (the marker may be the table's header).
+    """
+    lines = (ROOT / "REPRODUCTION.md").read_text().splitlines()
+    start = next(index for index, line in enumerate(lines) if line.startswith(marker))
+    first = next(index for index in range(start, len(lines)) if lines[index].startswith("|"))
+    rows = []
+    for line in lines[first:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows[0], rows[2:]
+
+
+def assert_shown_as(value: float, shown: str, where: str) -> None:
+    """``value`` rounds to ``shown`` (a table cell, e.g. "-77" or "0.73") at the digits the cell has."""
+    decimals = len(shown.split(".")[1]) if "." in shown else 0
+    assert not math.isnan(value), where
+    assert abs(value - float(shown)) <= 0.5 * 10**-decimals + 1e-9, f"{where}: {value} is not shown as {shown}"
+
+
+@pytest.mark.parametrize(
+    "marker, csv_name",
+    [
+        ("### Per seed", "swimmer_heavy_50k.csv"),
+        ("### Result: MaxDiff ahead on every seed", "swimmer_stock_50k.csv"),
+    ],
+)
+def test_swimmer_per_seed_tables_are_those_of_their_csv(marker, csv_name):
+    values = per_seed_values(str(ROOT / "docs" / "reproduction" / csv_name), [10_000, 20_000, 50_000])
+    _, rows = table_after(marker)
+    assert len([row for row in rows if row[1].isdigit()]) >= 6
+    for method, seed, *cells in rows:
+        if seed.isdigit():
+            for quantity, shown in zip(SWIMMER_COLUMNS, cells):
+                assert_shown_as(values[quantity][METHODS[method]][int(seed)], shown, f"{csv_name}: {method} seed {seed}")
+            continue
+        method = method.replace("**", "").removesuffix(", mean +/- std")  # the means below the seeds
+        for quantity, cell in zip(SWIMMER_COLUMNS, cells):
+            per_seed = list(values[quantity][METHODS[method]].values())
+            mean, std = cell.split(" +/- ")
+            assert_shown_as(float(np.mean(per_seed)), mean, f"{csv_name}: {method} {quantity}")
+            assert_shown_as(float(np.std(per_seed, ddof=1)), std, f"{csv_name}: {method} {quantity}")
+
+
+@pytest.mark.parametrize(
+    "marker, csv_name, quantities",
+    [
+        (
+            "Per seed (last training episode at 20k / running max at 20k / mean of the 5 final evaluation",
+            "point_mass_beta1_20k_batched.csv",
+            ["last episode at 20,000", "running max at 20,000", EVALUATION],
+        ),
+        (
+            "Per seed (seeds 10-14; last training episode at 20k / mean of the 5 final evaluation",
+            "point_mass_beta0.001_20k_seeds10-14_batched.csv",
+            ["last episode at 20,000", EVALUATION],
+        ),
+    ],
+)
+def test_point_mass_per_seed_tables_are_those_of_their_csv(marker, csv_name, quantities):
+    values = per_seed_values(str(ROOT / "docs" / "reproduction" / csv_name), [20_000])
+    header, rows = table_after(marker)
+    assert header == ["seed", "MaxDiff", "NN-MPPI", "SAC"] and len(rows) >= 3
+    for seed, *cells in rows:
+        for method, cell in zip(header[1:], cells):
+            for quantity, shown in zip(quantities, cell.split(" / "), strict=True):
+                assert_shown_as(values[quantity][METHODS[method]][int(seed)], shown, f"{csv_name}: {method} seed {seed}")
+
+
+def test_a_wrong_cell_is_caught():
+    with pytest.raises(AssertionError, match="is not shown as -78"):
+        assert_shown_as(-77.4, "-78", "here")
+    assert_shown_as(-77.4, "-77", "here")
+    assert_shown_as(0.734, "0.73", "here")
+
+
+def quantity_of(label: str, steps: int) -> str | None:
+    """The per_seed_values quantity a row label of a means table names (``steps`` where the label gives none)."""
+    at = re.search(r"at (\d+)k", label)
+    at = f"{int(at.group(1)) * 1000:,}" if at else f"{steps:,}"
+    for pattern, quantity in (
+        (r"last (training )?episode", f"last episode at {at}"),
+        (r"running max", f"running max at {at}"),
+        (r"final evaluation", EVALUATION),
+        (r"coverage", "coverage (end of training)"),
+        (r"MSD exponent", "msd_exponent (median over episodes)"),
+        (r"autocorrelation time", "autocorr_time (median over episodes)"),
+    ):
+        if re.match(pattern, label):
+            return quantity
+    return None
+
+
+def merged_values(csv_names: list[str], steps: list[int]) -> dict:
+    """quantity -> method -> seed -> value over several CSVs of one cell (disjoint seeds)."""
+    merged: dict = {}
+    for name in csv_names:
+        for quantity, by_method in per_seed_values(str(REPRODUCTION / name), steps).items():
+            for method, by_seed in by_method.items():
+                merged.setdefault(quantity, {}).setdefault(method, {}).update(by_seed)
+    return merged
+
+
+@pytest.mark.parametrize(
+    "marker, csv_names, steps",
+    [
+        ("| 10 seeds, beta = 0.01 |", ["point_mass_beta0.01_20k_batched.csv"], 20_000),
+        ("| 10 seeds, beta = 0.001 |", ["point_mass_beta0.001_20k_batched.csv"], 20_000),
+        (
+            "| beta = 0.001, 20k steps |",
+            ["point_mass_beta0.001_20k_batched.csv", "point_mass_beta0.001_20k_seeds10-14_batched.csv"],
+            20_000,
+        ),
+        ("| 3 seeds, beta = 1 |", ["point_mass_beta1_20k_batched.csv"], 20_000),
+        ("| 10 seeds, beta = 0.001, 10k steps |", ["point_mass_beta0.001_10k_batched.csv"], 10_000),
+        ("Each batch (10 agents x 10k steps) trained in", ["point_mass_beta0.01_10k_batched.csv"], 10_000),
+    ],
+)
+def test_point_mass_means_are_those_of_their_csv(marker, csv_names, steps):
+    values = merged_values(csv_names, [10_000, 20_000])
+    header, rows = table_after(marker)
+    columns = [(index, METHODS[name]) for index, name in enumerate(header) if name in METHODS]
+    assert len(columns) >= 2, header
+    checked = 0
+    for label, *cells in rows:
+        seeds = None
+        subset = re.match(r"seeds (\d+)-(\d+): (.*)", label)
+        if subset:
+            seeds, label = range(int(subset.group(1)), int(subset.group(2)) + 1), subset.group(3)
+        quantity = quantity_of(label, steps)
+        assert quantity is not None, f"no quantity for the row {label!r}"
+        if quantity not in values:
+            assert quantity.split(" ")[0] in DIAGNOSTICS and set(csv_names) <= WITHOUT_DIAGNOSTICS, quantity
+            continue
+        for index, method in columns:
+            per_seed = [value for seed, value in values[quantity][method].items() if seeds is None or seed in seeds]
+            mean, std = cells[index - 1].split(" +/- ")
+            where = f"{marker} {label}, {method}"
+            assert_shown_as(float(np.mean(per_seed)), mean, where)
+            assert_shown_as(float(np.std(per_seed, ddof=1)), std, where)
+            checked += 1
+    assert checked >= 2 * len(columns)
+
+
+def test_csvs_listed_without_diagnostics_lack_them():
+    """When a rerun adds the diagnostics to a CSV, its tables' diagnostics rows are checked from then on."""
+    for name in WITHOUT_DIAGNOSTICS:
+        assert "msd_exponent" not in (REPRODUCTION / name).read_text().splitlines()[0], name
+
+
+def test_swimmer_means_are_those_of_the_csv():
+    values = per_seed_values(str(REPRODUCTION / "swimmer_heavy_50k.csv"), [10_000, 20_000, 50_000])
+    _, rows = table_after("| method | 10k | 20k | 50k | running max 50k | final eval |")
+    assert len(rows) == 4
+    for method, *cells in rows:
+        for quantity, cell in zip(SWIMMER_COLUMNS[:5], cells):
+            per_seed = list(values[quantity][METHODS[method]].values())
+            mean, std = cell.split(" +/- ")
+            assert_shown_as(float(np.mean(per_seed)), mean, f"{method} {quantity}")
+            assert_shown_as(float(np.std(per_seed, ddof=1)), std, f"{method} {quantity}")
