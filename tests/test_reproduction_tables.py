@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from sb3_maxdiff.experiments.episodes import DIAGNOSTICS, per_seed_values
+from sb3_maxdiff.experiments.stats import mann_whitney_pvalue, welch_ttest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 METHODS = {"MaxDiff": "maxdiff", "NN-MPPI": "nnmppi", "SAC": "sac", "SAC (paper's)": "sac", "SAC (RL Zoo)": "sac-zoo"}
@@ -38,14 +39,15 @@ SWIMMER_COLUMNS = [
 ]
 
 
-def table_after(marker: str) -> tuple[list[str], list[list[str]]]:
+def table_after(marker: str, skip: int = 0) -> tuple[list[str], list[list[str]]]:
     """
     The header cells and the cells of each row of the first markdown table from the line that starts with
-    ``marker`` on (the marker may be the table's header).
+    ``marker`` on (the marker may be the table's header), or of the table ``skip`` tables further on.
     """
     lines = (ROOT / "REPRODUCTION.md").read_text().splitlines()
     start = next(index for index, line in enumerate(lines) if line.startswith(marker))
-    first = next(index for index in range(start, len(lines)) if lines[index].startswith("|"))
+    starts = [i for i in range(start, len(lines)) if lines[i].startswith("|") and not lines[i - 1].startswith("|")]
+    first = starts[skip]
     rows = []
     for line in lines[first:]:
         if not line.startswith("|"):
@@ -201,3 +203,63 @@ def test_swimmer_means_are_those_of_the_csv():
             mean, std = cell.split(" +/- ")
             assert_shown_as(float(np.mean(per_seed)), mean, f"{method} {quantity}")
             assert_shown_as(float(np.std(per_seed, ddof=1)), std, f"{method} {quantity}")
+
+
+def assert_pvalue_shown_as(pvalue: float, shown: str, where: str) -> None:
+    if shown.startswith("<"):
+        assert pvalue < float(shown.lstrip("< ")), f"{where}: {pvalue} is not {shown}"
+    else:
+        assert_shown_as(pvalue, shown, where)
+
+
+@pytest.mark.parametrize(
+    "marker, skip, csv_names, steps",
+    [
+        ("## beta = 0.01 in the authors' semantics, 20k steps", 1, ["point_mass_beta0.01_20k_batched.csv"], 20_000),
+        ("## beta = 0.001 in the authors' semantics, 20k steps", 1, ["point_mass_beta0.001_20k_batched.csv"], 20_000),
+        (
+            "| seeds 0-14 | MaxDiff vs NN-MPPI |",
+            0,
+            ["point_mass_beta0.001_20k_batched.csv", "point_mass_beta0.001_20k_seeds10-14_batched.csv"],
+            20_000,
+        ),
+        ("## beta = 1 in the authors' semantics", 2, ["point_mass_beta1_20k_batched.csv"], 20_000),
+    ],
+)
+def test_point_mass_pvalues_are_those_of_their_csv(marker, skip, csv_names, steps):
+    """Welch's (and where shown Mann-Whitney's) p between the per-seed values of two methods."""
+    values = merged_values(csv_names, [10_000, 20_000])
+    header, rows = table_after(marker, skip)
+    pairs = [tuple(METHODS[name] for name in column.split(" vs ")) for column in header[1:]]
+    checked = 0
+    for label, *cells in rows:
+        if "pooled" in label:  # every evaluation episode as a sample: not per-seed values
+            continue
+        quantity = quantity_of(label, steps)
+        assert quantity is not None, f"no quantity for the row {label!r}"
+        if quantity not in values:
+            assert quantity.split(" ")[0] in DIAGNOSTICS and set(csv_names) <= WITHOUT_DIAGNOSTICS, quantity
+            continue
+        for (a, b), cell in zip(pairs, cells):
+            x, y = (list(values[quantity][method].values()) for method in (a, b))
+            where = f"{marker}: {label}, {a} vs {b}"
+            welch = re.match(r"(?:Welch )?([<\d. ]+?)(?:, rank ([\d.]+))?$", cell)
+            assert welch is not None, cell
+            assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch.group(1), where)
+            if welch.group(2):
+                assert_pvalue_shown_as(mann_whitney_pvalue(x, y), welch.group(2), where + " (Mann-Whitney)")
+            checked += 1
+    assert checked >= 2 * len(pairs)
+
+
+def test_swimmer_tests_are_those_of_the_csv():
+    """Mann-Whitney p (Welch p) of MaxDiff against each method, training return at 50k and final evaluation."""
+    values = per_seed_values(str(REPRODUCTION / "swimmer_heavy_50k.csv"), [50_000])
+    _, rows = table_after("| MaxDiff against | training return at 50k")
+    assert len(rows) == 3
+    for other, *cells in rows:
+        for quantity, cell in zip(["last episode at 50,000", EVALUATION], cells):
+            rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", cell).groups()
+            x, y = (list(values[quantity][method].values()) for method in ("maxdiff", METHODS[other]))
+            assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"MaxDiff vs {other}, {quantity}")
+            assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"MaxDiff vs {other}, {quantity} (Welch)")
