@@ -25,7 +25,6 @@ WITHOUT_DIAGNOSTICS = {
     "point_mass_beta0.01_20k_batched.csv",
     "point_mass_beta0.001_10k_batched.csv",
     "point_mass_beta0.001_20k_batched.csv",
-    "point_mass_beta0.001_20k_seeds10-14_batched.csv",
 }
 SWIMMER_COLUMNS = [
     "last episode at 10,000",
