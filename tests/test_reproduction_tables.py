@@ -4,6 +4,7 @@ mean +/- std (ddof 1) over seeds, recomputed from its file in docs/reproduction 
 shows, must match.
 """
 
+import csv
 import math
 import pathlib
 import re
@@ -267,3 +268,39 @@ def test_swimmer_tests_are_those_of_the_csv():
             x, y = (list(values[quantity][method].values()) for method in ("maxdiff", METHODS[other]))
             assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"MaxDiff vs {other}, {quantity}")
             assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"MaxDiff vs {other}, {quantity} (Welch)")
+
+
+def test_point_mass_100k_blocks_are_those_of_their_csv():
+    """
+    The 100k section: mean training return of each block of 10 episodes, each seed's evaluation mean, their mean
+    +/- std, and each seed's running max at 10k and at 100k quoted in its prose.
+    """
+    name = "point_mass_beta0.001_100k_batched.csv"
+    with open(REPRODUCTION / name) as file:
+        rows = list(csv.DictReader(file))
+    header, table = table_after("| method, seed | 0-10k |")
+    assert len(header) == 12 and len(table) == 4
+    evaluations = {}
+    for label, *cells in table:
+        method, seed = label.split(", ")
+        key = (METHODS[method], seed)
+        train = [float(row["return"]) for row in rows if (row["method"], row["seed"]) == key and row["kind"] == "train"]
+        evaluation = [float(row["return"]) for row in rows if (row["method"], row["seed"]) == key and row["kind"] == "eval"]
+        assert len(train) == 100 and len(evaluation) == 5, label
+        for block, shown in enumerate(cells[:-1]):
+            assert_shown_as(float(np.mean(train[10 * block : 10 * (block + 1)])), shown, f"{name}: {label} block {block}")
+        assert_shown_as(float(np.mean(evaluation)), cells[-1], f"{name}: {label} evaluation")
+        evaluations.setdefault(method, []).append(float(np.mean(evaluation)))
+    text = (ROOT / "REPRODUCTION.md").read_text()
+    shown = re.search(r"Final evaluation after 100k: MaxDiff (\S+ \+/- \S+), NN-MPPI (\S+ \+/- \S+)\*\*", text)
+    assert shown is not None
+    for method, cell in zip(["MaxDiff", "NN-MPPI"], shown.groups()):
+        assert_mean_std_shown_as(evaluations[method], cell, f"{name}: {method} final evaluation")
+    values = per_seed_values(str(REPRODUCTION / name), [10_000, 100_000])
+    running = re.search(r"running max at 10k -> 100k:\s+MaxDiff (.*?), NN-MPPI (.*?)\)", text, re.S)
+    assert running is not None
+    for method, shown in zip(["maxdiff", "nnmppi"], running.groups()):
+        for seed, pair in enumerate(re.split(r"\s+and\s+", shown)):
+            before, after = pair.split(" -> ")
+            assert_shown_as(values["running max at 10,000"][method][seed], before, f"{name}: {method} seed {seed}")
+            assert_shown_as(values["running max at 100,000"][method][seed], after, f"{name}: {method} seed {seed}")
