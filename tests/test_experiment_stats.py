@@ -143,6 +143,52 @@ def test_report_reads_which_episodes_ran_their_full_length(tmp_path):
     assert list(run_value_at(run, np.array([1118, 2118]), running_max=True)) == [-1500.0, -1200.0]
 
 
+def test_episode_ends_after_a_resume_count_the_unfinished_episode():
+    from sb3_maxdiff.experiments.specs import episode_ends
+
+    lengths = [203, 1000, 332, 1000, 1000, 1000, 1000, 1000]
+    assert list(episode_ends(lengths, [])) == [203, 1203, 1535, 2535, 3535, 4535, 5535, 6535]
+    # stopped at step 5000 in the middle of the seventh episode: the next one starts at 5000
+    resumed = [{"episodes": 6, "agent_timesteps": 5000}]
+    assert list(episode_ends(lengths, resumed)) == [203, 1203, 1535, 2535, 3535, 4535, 6000, 7000]
+    # and again at 6500, after one more episode
+    resumed.append({"episodes": 7, "agent_timesteps": 6500})
+    assert list(episode_ends(lengths, resumed)) == [203, 1203, 1535, 2535, 3535, 4535, 6000, 7500]
+    # a checkpoint written as an episode ended leaves nothing out
+    assert list(episode_ends(lengths, [{"episodes": 2, "agent_timesteps": 1203}])) == list(episode_ends(lengths, []))
+
+
+def test_a_resumed_run_exports_its_episodes_at_their_steps_with_their_diagnostics(tmp_path):
+    """The episodes after a resume keep their lengths, end at the agent steps the diagnostics were written at."""
+    from sb3_maxdiff.experiments.episodes import run_episode_rows
+    from sb3_maxdiff.experiments.report import load_runs
+    from sb3_maxdiff.experiments.specs import build_specs, read_resumes
+    from sb3_maxdiff.experiments.training import _record_resume
+
+    spec = build_specs("point-mass-beta", "reduced", [0], settings=["beta=0.001"], methods=["maxdiff"])[0]
+    run_dir = tmp_path / spec.relpath
+    run_dir.mkdir(parents=True)
+    (run_dir / "result.json").write_text(json.dumps({"spec": spec.to_json()}))
+    lengths = [203, 1000, 332, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000]
+    lines = [f"#{json.dumps({'t_start': 0.0, 'env_id': spec.env_id})}", "r,l,t"]
+    lines += [f"{-1000.0 - index},{length},0.0" for index, length in enumerate(lengths)]
+    (run_dir / "monitor.csv").write_text("\n".join(lines) + "\n")
+    true_ends = [203, 1203, 1535, 2535, 3535, 4535, 6000, 7000, 8000, 9000, 10000]
+    rows = ["timesteps,msd_exponent,autocorr_time,episode_coverage,coverage"]
+    rows += [f"{end}.0,{0.5 + index / 100},{10 + index},0.01,{0.05 + index / 1000}" for index, end in enumerate(true_ends)]
+    (run_dir / "ergodicity.csv").write_text("\n".join(rows) + "\n")
+    _record_resume(str(run_dir), 7, 6000)  # a first try, stopped later, then resumed from an earlier checkpoint
+    _record_resume(str(run_dir), 6, 5000)
+    assert read_resumes(str(run_dir)) == [{"episodes": 6, "agent_timesteps": 5000}]
+
+    (run,) = load_runs(str(tmp_path))[("point-mass-beta", "reduced")]
+    assert list(run.curve_steps) == true_ends and list(run.curve_lengths) == lengths
+    assert list(run_value_at(run, np.array([9999, 10_000]))) == [-1009.0, -1010.0]
+    exported = run_episode_rows(str(tmp_path), run)
+    assert [row["steps"] for row in exported] == true_ends and [row["length"] for row in exported] == lengths
+    assert [row["msd_exponent"] for row in exported] == [str(0.5 + index / 100) for index in range(11)]
+
+
 def test_mann_whitney_exact_two_sided():
     # U = 0 with 3 against 3: two of the 20 equally likely rank splits are as extreme, p = 0.1
     assert mann_whitney_pvalue([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(0.1)

@@ -43,7 +43,7 @@ def run_episode_rows(root: str, run: Run) -> list[dict[str, Any]]:
     """The CSV rows of one multi-shot run: its training episodes, then its evaluation episodes."""
     spec = run.spec
     diagnostics = _diagnostics_by_step(os.path.join(root, spec.relpath))
-    lengths = np.diff(run.curve_steps, prepend=0)
+    lengths = run.curve_lengths if run.curve_lengths is not None else np.diff(run.curve_steps, prepend=0)
     rows = []
     for index, (steps, value, length) in enumerate(zip(run.curve_steps, run.curve_returns, lengths)):
         scores = diagnostics.get(int(steps), {})

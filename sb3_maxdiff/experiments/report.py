@@ -25,7 +25,9 @@ from sb3_maxdiff.experiments.specs import (
     RESULT_FILE,
     WINDOWS_FILE,
     RunSpec,
+    episode_ends,
     read_monitor,
+    read_resumes,
     read_windows,
 )
 from sb3_maxdiff.experiments.stats import compare, format_pvalue, mann_whitney_pvalue, summarize, welch_ttest
@@ -33,8 +35,8 @@ from sb3_maxdiff.experiments.stats import compare, format_pvalue, mann_whitney_p
 
 class Run(NamedTuple):
     """
-    A finished run: its spec, its learning curve (steps, returns), its result, and which episodes of the
-    curve ran their full length (None: all of them).
+    A finished run: its spec, its learning curve (steps, returns), its result, which episodes of the curve ran
+    their full length (None: all of them) and the length of each (None: the steps between their ends).
     """
 
     spec: RunSpec
@@ -42,6 +44,7 @@ class Run(NamedTuple):
     curve_returns: np.ndarray
     result: dict[str, Any]
     curve_full: np.ndarray | None = None
+    curve_lengths: np.ndarray | None = None
 
 
 def episode_length(spec: RunSpec) -> int:
@@ -49,15 +52,20 @@ def episode_length(spec: RunSpec) -> int:
     return spec.max_episode_steps or gym.spec(spec.env_id).max_episode_steps or 1000
 
 
-def _read_curve(run_dir: str, spec: RunSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Episode (multi-shot) or window (single-shot) returns, at the step count where each ended, and which are full."""
+def _read_curve(run_dir: str, spec: RunSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Episode (multi-shot) or window (single-shot) returns, at the agent step where each ended, which are full,
+    and their lengths.
+    """
     if spec.single_shot:
         rows = read_windows(os.path.join(run_dir, WINDOWS_FILE))
         steps = np.array([int(row["timesteps"]) for row in rows])
-        return steps, np.array([float(row["window_return"]) for row in rows]), np.ones(len(rows), dtype=bool)
+        returns = np.array([float(row["window_return"]) for row in rows])
+        return steps, returns, np.ones(len(rows), dtype=bool), np.diff(steps, prepend=0)
     rows = read_monitor(os.path.join(run_dir, MONITOR_FILE))
     lengths = np.array([int(row["l"]) for row in rows], dtype=int)
-    return np.cumsum(lengths), np.array([float(row["r"]) for row in rows]), lengths >= episode_length(spec)
+    steps = episode_ends(lengths, read_resumes(run_dir))
+    return steps, np.array([float(row["r"]) for row in rows]), lengths >= episode_length(spec), lengths
 
 
 def load_runs(root: str) -> dict[tuple[str, str], list[Run]]:
@@ -69,8 +77,8 @@ def load_runs(root: str) -> dict[tuple[str, str], list[Run]]:
         with open(os.path.join(directory, RESULT_FILE)) as file:
             result = json.load(file)
         spec = RunSpec.from_json(result["spec"])
-        steps, returns, full = _read_curve(directory, spec)
-        groups[(spec.preset, spec.budget)].append(Run(spec, steps, returns, result, full))
+        steps, returns, full, lengths = _read_curve(directory, spec)
+        groups[(spec.preset, spec.budget)].append(Run(spec, steps, returns, result, full, lengths))
     return dict(groups)
 
 

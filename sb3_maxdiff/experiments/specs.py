@@ -5,8 +5,8 @@ files in a run's folder, and the readers of those files.
 
 Every run writes to its own folder ``<out>/<preset>/<budget>/<setting>/<method>/seed_<n>/``:
 ``spec.json``, ``monitor.csv`` (multi-shot episodes) or ``windows.csv`` (single-shot windows),
-``model.zip``, and last ``result.json`` (evaluation episodes, final distance, timings), whose presence
-marks the run as finished.
+``model.zip``, ``resumes.json`` if it was resumed from a checkpoint, and last ``result.json`` (evaluation
+episodes, final distance, timings), whose presence marks the run as finished.
 """
 
 import csv
@@ -16,6 +16,8 @@ import os
 import re
 from collections.abc import Iterable
 from typing import Any
+
+import numpy as np
 
 from sb3_maxdiff.experiments.presets import Cell, cell_kwargs, get_budget, get_preset
 
@@ -28,6 +30,8 @@ WINDOWS_FILE = "windows.csv"
 # written by a seed-batched training (experiments/training.py): its time and seeds, read into result.json
 BATCH_FILE = "batch.json"
 ERGODICITY_FILE = "ergodicity.csv"
+# where a resumed run's monitor rows continue: the episodes kept and the agent steps of each checkpoint resumed from
+RESUMES_FILE = "resumes.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +167,28 @@ def read_monitor(path: str) -> list[dict[str, str]]:
     """The episode rows of an SB3 ``monitor.csv`` (its ``#`` header line skipped)."""
     with open(path) as file:
         return list(csv.DictReader(line for line in file if not line.startswith("#")))
+
+
+def read_resumes(run_dir: str) -> list[dict[str, int]]:
+    """The checkpoints a run was resumed from, in order: ``episodes`` kept and ``agent_timesteps`` done at each."""
+    path = os.path.join(run_dir, RESUMES_FILE)
+    if not os.path.exists(path):
+        return []
+    with open(path) as file:
+        return json.load(file)
+
+
+def episode_ends(lengths: np.ndarray, resumes: list[dict[str, int]]) -> np.ndarray:
+    """
+    The agent step at which each monitor episode ended. An environment that was mid-episode when its checkpoint
+    was written starts a new episode on resuming, so the steps of the unfinished one are in no monitor row:
+    the episodes after a resume end ``agent_timesteps`` plus their own lengths after it.
+    """
+    ends = np.cumsum(np.asarray(lengths, dtype=np.int64))
+    for resume in sorted(resumes, key=lambda resume: resume["agent_timesteps"]):
+        kept = resume["episodes"]
+        ends[kept:] += resume["agent_timesteps"] - (ends[kept - 1] if kept else 0)
+    return ends
 
 
 def read_windows(path: str) -> list[dict[str, str]]:

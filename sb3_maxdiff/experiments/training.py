@@ -34,8 +34,10 @@ from sb3_maxdiff.experiments.specs import (
     ERGODICITY_FILE,
     MODEL_FILE,
     MONITOR_FILE,
+    RESUMES_FILE,
     WINDOWS_FILE,
     RunSpec,
+    read_resumes,
     write_json,
 )
 from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
@@ -177,6 +179,15 @@ def _truncate_monitor(path: str, episodes: int) -> None:
         file.writelines(lines[: 2 + episodes])
 
 
+def _record_resume(run_dir: str, episodes: int, agent_timesteps: int) -> None:
+    """
+    Note in ``resumes.json`` that the run continues from ``agent_timesteps`` after its first ``episodes`` monitor
+    rows, dropping the notes of later checkpoints (those of an earlier try that was stopped again).
+    """
+    kept = [resume for resume in read_resumes(run_dir) if resume["agent_timesteps"] < agent_timesteps]
+    write_json(os.path.join(run_dir, RESUMES_FILE), [*kept, {"episodes": episodes, "agent_timesteps": agent_timesteps}])
+
+
 def _ergodicity_logger(run_dir: str, spec: RunSpec, env_index: int, steps_before: int, visited: list) -> Any:
     """
     The ergodicity callback of a multi-shot run whose cell has a diagnostics grid (None for other runs),
@@ -251,6 +262,7 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
         checkpoint = read_checkpoint(directory, len(specs))
         for run_dir, episodes in zip(run_dirs, checkpoint["episodes"]):
             _truncate_monitor(os.path.join(run_dir, MONITOR_FILE), episodes)
+            _record_resume(run_dir, episodes, checkpoint["agent_timesteps"])
         stem = os.path.join(directory, f"checkpoint_{checkpoint['timesteps']}")
         env = _training_env(specs, run_dirs, resume=True)
         model = algo.load(f"{stem}.zip", env=env, device=first.device, **options.model_kwargs(algo))
@@ -258,6 +270,9 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
         done, episodes, visited = checkpoint["agent_timesteps"], checkpoint["episodes"], checkpoint["visited_cells"]
     else:
         remove_checkpoints(directory)
+        for run_dir in run_dirs:
+            if os.path.exists(os.path.join(run_dir, RESUMES_FILE)):
+                os.remove(os.path.join(run_dir, RESUMES_FILE))
         env = _training_env(specs, run_dirs, resume=False)
         model = _new_model(first, env, options, **({"independent_agents": True} if batched else {}))
         done, episodes, visited = 0, [0] * len(specs), [[] for _ in specs]
