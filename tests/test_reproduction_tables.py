@@ -272,7 +272,7 @@ def test_swimmer_tests_are_those_of_the_csv():
 def test_point_mass_100k_blocks_are_those_of_their_csv():
     """
     The 100k section: mean training return of each block of 10 episodes, each seed's evaluation mean, their mean
-    +/- std, and each seed's running max at 10k and at 100k quoted in its prose.
+    +/- std, each seed's running max at 10k and at 100k and the mean of the path diagnostics quoted in its prose.
     """
     name = "point_mass_beta0.001_100k_batched.csv"
     with open(REPRODUCTION / name) as file:
@@ -303,3 +303,18 @@ def test_point_mass_100k_blocks_are_those_of_their_csv():
             before, after = pair.split(" -> ")
             assert_shown_as(values["running max at 10,000"][method][seed], before, f"{name}: {method} seed {seed}")
             assert_shown_as(values["running max at 100,000"][method][seed], after, f"{name}: {method} seed {seed}")
+    diagnostics = re.search(
+        r"MaxDiff (\S+), NN-MPPI (\S+) \(Welch p = (\S+)\); coverage of the grid at the\s+end of training (\S+) and (\S+)\.",
+        text,
+    )
+    assert diagnostics is not None
+    msd, coverage = values["msd_exponent (median over episodes)"], values["coverage (end of training)"]
+    for quantity, method, shown in (
+        (msd, "maxdiff", 1),
+        (msd, "nnmppi", 2),
+        (coverage, "maxdiff", 4),
+        (coverage, "nnmppi", 5),
+    ):
+        assert_shown_as(float(np.mean(list(quantity[method].values()))), diagnostics.group(shown), f"{name}: {method}")
+    welch = welch_ttest(list(msd["maxdiff"].values()), list(msd["nnmppi"].values())).pvalue
+    assert_shown_as(welch, diagnostics.group(3), f"{name}: MSD exponent Welch p")
