@@ -144,7 +144,7 @@ def test_report_reads_which_episodes_ran_their_full_length(tmp_path):
 
 
 def test_episode_ends_after_a_resume_count_the_unfinished_episode():
-    from sb3_maxdiff.experiments.specs import episode_ends
+    from sb3_maxdiff.experiments.report import episode_ends
 
     lengths = [203, 1000, 332, 1000, 1000, 1000, 1000, 1000]
     assert list(episode_ends(lengths, [])) == [203, 1203, 1535, 2535, 3535, 4535, 5535, 6535]

@@ -25,7 +25,6 @@ from sb3_maxdiff.experiments.specs import (
     RESULT_FILE,
     WINDOWS_FILE,
     RunSpec,
-    episode_ends,
     read_monitor,
     read_resumes,
     read_windows,
@@ -50,6 +49,19 @@ class Run(NamedTuple):
 def episode_length(spec: RunSpec) -> int:
     """The full length of a training episode of ``spec``: its own limit, else the environment's."""
     return spec.max_episode_steps or gym.spec(spec.env_id).max_episode_steps or 1000
+
+
+def episode_ends(lengths: np.ndarray, resumes: list[dict[str, int]]) -> np.ndarray:
+    """
+    The agent step at which each monitor episode ended. An environment that was mid-episode when its checkpoint
+    was written starts a new episode on resuming, so the steps of the unfinished one are in no monitor row:
+    the episodes after a resume end ``agent_timesteps`` plus their own lengths after it.
+    """
+    ends = np.cumsum(np.asarray(lengths, dtype=np.int64))
+    for resume in sorted(resumes, key=lambda resume: resume["agent_timesteps"]):
+        kept = resume["episodes"]
+        ends[kept:] += resume["agent_timesteps"] - (ends[kept - 1] if kept else 0)
+    return ends
 
 
 def _read_curve(run_dir: str, spec: RunSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

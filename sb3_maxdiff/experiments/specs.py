@@ -17,8 +17,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
 from sb3_maxdiff.experiments.presets import Cell, cell_kwargs, get_budget, get_preset
 
 RESULT_FILE = "result.json"
@@ -176,19 +174,6 @@ def read_resumes(run_dir: str) -> list[dict[str, int]]:
         return []
     with open(path) as file:
         return json.load(file)
-
-
-def episode_ends(lengths: np.ndarray, resumes: list[dict[str, int]]) -> np.ndarray:
-    """
-    The agent step at which each monitor episode ended. An environment that was mid-episode when its checkpoint
-    was written starts a new episode on resuming, so the steps of the unfinished one are in no monitor row:
-    the episodes after a resume end ``agent_timesteps`` plus their own lengths after it.
-    """
-    ends = np.cumsum(np.asarray(lengths, dtype=np.int64))
-    for resume in sorted(resumes, key=lambda resume: resume["agent_timesteps"]):
-        kept = resume["episodes"]
-        ends[kept:] += resume["agent_timesteps"] - (ends[kept - 1] if kept else 0)
-    return ends
 
 
 def read_windows(path: str) -> list[dict[str, str]]:
