@@ -35,5 +35,10 @@ class TargetActionModel(nn.Module):
         return state, -((action - self.target) ** 2).sum(dim=-1)
 
 
+def on_recording_platform() -> bool:
+    """Whether torch rounds as where the bit-exact references were recorded (CPU kernels of PyTorch 2.13, AVX512)."""
+    return th.__version__.startswith("2.13.") and th.backends.cpu.get_cpu_capability() == "AVX512"
+
+
 # the smallest planner and networks that still exercise every code path: for tests that train a few steps
 TINY = dict(horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))

@@ -33,6 +33,21 @@ def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path):
         assert row[key] > 0, key
 
 
+def test_profile_script_reports_each_part_of_a_step(tmp_path):
+    """The profile command of BENCHMARKS.md on the CPU: one planner call and 5 updates per case, their figures."""
+    out = tmp_path / "profile.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "profile_step.py"), "--device", "cpu", "--config", "point-mass",
+               "--cases", "1", "2", "--calls", "1", "--fill", "500", "--threads", "1", "--json", str(out)]  # fmt: skip
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300).stdout
+    assert "| 2 | False | 5 updates |" in printed
+    rows = json.loads(out.read_text())["rows"]
+    assert [(row["n_agents"], row["part"]) for row in rows] == [(1, "plan"), (1, "5 updates"), (2, "plan"), (2, "5 updates")]
+    for row in rows:
+        assert row["host_ms"] > 0 and row["kernel_launches"] == 0 and row["gpu_busy_ms"] == 0  # no CUDA on a CPU
+    bad = subprocess.run([*command[:-2], "--cases", "4:fast"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "case must be N or N:graph with N >= 1, got '4:fast'" in bad.stderr
+
+
 def test_threads_benchmark_runs_with_a_tiny_budget():
     """The threads command of README's performance tips, two timed steps per run on the point mass."""
     command = [sys.executable, str(ROOT / "benchmarks" / "threads.py"), "--env", "sb3_maxdiff/PointMass-beta1-v0",

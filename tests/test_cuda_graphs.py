@@ -78,7 +78,8 @@ def test_graphed_planning_off_cuda_is_the_eager_planner(batched):
 @pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
 def test_cuda_graph_on_cpu_warns_and_trains_as_without_it(algo):
     def train(cuda_graph: bool):
-        model = algo("MlpPolicy", make_vec_env(POINT_MASS, n_envs=2, seed=0), seed=0, cuda_graph=cuda_graph, **TINY)
+        env = make_vec_env(POINT_MASS, n_envs=2, seed=0)
+        model = algo("MlpPolicy", env, seed=0, device="cpu", cuda_graph=cuda_graph, **TINY)
         model.learn(60)
         return model
 
@@ -102,9 +103,9 @@ def test_cuda_graph_is_chosen_at_load_not_saved(tmp_path):
     from stable_baselines3.common.save_util import load_from_zip_file, save_to_zip_file
 
     with pytest.warns(UserWarning, match="no effect on device cpu"):
-        model = MaxDiffMPPI(POINT_MASS, cuda_graph=True, **TINY)
+        model = MaxDiffMPPI(POINT_MASS, device="cpu", cuda_graph=True, **TINY)
         model.save(tmp_path / "model.zip")
-        loaded = MaxDiffMPPI.load(tmp_path / "model.zip", cuda_graph=True)
+        loaded = MaxDiffMPPI.load(tmp_path / "model.zip", device="cpu", cuda_graph=True)
     assert "cuda_graph" not in load_from_zip_file(tmp_path / "model.zip")[0]  # like the device: how to run
     assert loaded.cuda_graph and loaded.policy.cuda_graph
     plain = MaxDiffMPPI.load(tmp_path / "model.zip")

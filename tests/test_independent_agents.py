@@ -42,7 +42,8 @@ def vec_env(n_envs: int, first_reward_scale: float = 1.0, seed: int = 0) -> Dumm
 
 
 def independent(algo=MaxDiffMPPI, n_envs: int = 3, first_reward_scale: float = 1.0, **kwargs):
-    return algo(vec_env(n_envs, first_reward_scale), independent_agents=True, seed=0, **{**TINY, **kwargs})
+    """Agents on the CPU unless ``device`` says otherwise (some tests replay the CPU generator's draws)."""
+    return algo(vec_env(n_envs, first_reward_scale), independent_agents=True, seed=0, **{**TINY, "device": "cpu", **kwargs})
 
 
 def agent_params(model, index: int) -> th.Tensor:
@@ -194,7 +195,7 @@ def test_save_load_predict_and_continued_training(tmp_path):
     actions, state = model.predict(obs)
     model.save(tmp_path / "agents.zip")
     model.save_replay_buffer(tmp_path / "buffer.pkl")
-    loaded = MaxDiffMPPI.load(tmp_path / "agents.zip", env=vec_env(3))
+    loaded = MaxDiffMPPI.load(tmp_path / "agents.zip", env=vec_env(3), device="cpu")
     loaded.load_replay_buffer(tmp_path / "buffer.pkl")
     assert loaded.independent_agents and loaded.n_agents == 3
     assert th.equal(loaded.policy.model.flat, model.policy.model.flat)
@@ -224,6 +225,23 @@ def test_predict_uses_agent_i_for_env_i():
     assert np.abs(together[0] - together[1]).max() > 1e-2  # the agents differ by much more than that
     with pytest.raises(ValueError, match=r"one row per independent agent \(3\), got 1 rows"):
         model.predict(obs[0])
+
+
+def test_agent_is_extracted_on_the_device_of_its_model(monkeypatch):
+    """On the model's device, not on the one "auto" would choose (a GPU, where one is present)."""
+    import stable_baselines3.common.base_class as base_class
+
+    model = independent()
+    resolve = base_class.get_device
+
+    def no_auto(device="auto"):
+        assert device != "auto", "the agent's device was left to 'auto'"
+        return resolve(device)
+
+    monkeypatch.setattr(base_class, "get_device", no_auto)
+    single = model.agent(1)
+    assert single.device == model.device
+    assert single.policy.model.dynamics[0].weight.device == model.policy.model.flat.device
 
 
 def test_agent_extraction_keeps_weights_and_optimizer_state(tmp_path):
@@ -300,7 +318,7 @@ def test_training_step_reads_nothing_back_but_the_actions(monkeypatch, independe
     model.train(model.gradient_steps, model.batch_size)
     monkeypatch.undo()
     assert reads == {"cpu": 1, "item": 0, "tolist": 0, "__bool__": 0, "numpy": 1}
-    assert model._stats.sums.sums["applied"].device == model.device
+    assert model._stats.sums.sums["applied"].device == th.empty(0, device=model.device).device
 
 
 def test_agent_extraction_leaves_the_random_streams_alone():

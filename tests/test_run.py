@@ -154,5 +154,5 @@ def test_cuda_run():
 
 def test_calling_the_policy_plans_actions():
     model = NNMPPI(POINT_MASS, seed=0, **TINY)
-    actions = model.policy(th.zeros((3, 4)))
+    actions = model.policy(th.zeros((3, 4), device=model.device))  # as with SB3's policies: inputs on its device
     assert actions.shape == (3, 2) and th.isfinite(actions).all()

@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
-from helpers import TINY
+from helpers import TINY, on_recording_platform
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
 
@@ -110,5 +110,7 @@ def test_models_saved_by_an_earlier_version_load_and_predict_the_same(name):
     n_agents = 3 if "3agents" in name else 1
     th.manual_seed(11)
     actions, state = model.predict(expected["obs"][:n_agents])
-    np.testing.assert_array_equal(actions, expected[f"{name}_actions"])
-    np.testing.assert_array_equal(state, expected[f"{name}_state"])
+    # bit for bit where the predictions were recorded; elsewhere torch's CPU kernels may round differently
+    tolerance = dict(rtol=0.0, atol=0.0) if on_recording_platform() else dict(rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(actions, expected[f"{name}_actions"], **tolerance)
+    np.testing.assert_allclose(state, expected[f"{name}_state"], **tolerance)

@@ -4,14 +4,16 @@ seeded runs on the point mass (one thread, see conftest.py). A restructuring of 
 the planner must leave these unchanged; a change that cannot (say, a different order of floating-point sums)
 must say so and show that seeded runs still agree to 1e-6.
 
-The digests hold for this project's machines (CPU PyTorch 2.13, one thread); another CPU or torch build may
-round differently, which is why only the test of determinism itself (test_deterministic.py) is portable.
+The digests hold for this project's machines (PyTorch 2.13's CPU kernels on AVX512, one thread) and the runs are
+pinned to the CPU; another CPU or torch build may round differently, so there the test is skipped, and only the
+test of determinism itself (test_deterministic.py) is portable.
 """
 
 import hashlib
 
 import numpy as np
 import pytest
+from helpers import on_recording_platform
 from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
@@ -55,7 +57,7 @@ def _md5(arrays: list[np.ndarray]) -> str:
 def seeded_digests(name: str) -> tuple[str, str]:
     algo, kwargs, n_agents, steps = RUNS[name]
     env = make_vec_env(ENV_ID, n_envs=n_agents, seed=7)
-    model = algo(env, seed=7, independent_agents=n_agents > 1, **SMALL, **kwargs)
+    model = algo(env, seed=7, device="cpu", independent_agents=n_agents > 1, **SMALL, **kwargs)
     model.learn(steps * n_agents)
     buffer = model.replay_buffer
     actions = buffer.actions[: buffer.pos]
@@ -63,6 +65,7 @@ def seeded_digests(name: str) -> tuple[str, str]:
     return _md5([actions]), _md5(parameters)
 
 
+@pytest.mark.skipif(not on_recording_platform(), reason="digests recorded with PyTorch 2.13's CPU kernels on AVX512")
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_seeded_runs_are_unchanged(name):
     assert seeded_digests(name) == PINNED[name], f"{name}: {seeded_digests(name)}"

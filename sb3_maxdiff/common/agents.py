@@ -133,7 +133,8 @@ class IndependentAgents(SharedModel):
             raise ValueError(f"index must be an integer in [0, {self.n_agents - 1}], got {index!r}")
         skipped = {*algorithm._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts"}
         data = copy.deepcopy({key: value for key, value in algorithm.__dict__.items() if key not in skipped})
-        single = type(algorithm)(algorithm.policy_class, env=None, _init_setup_model=False)
+        # on the model's device: "auto" would put an agent of a CPU model on a GPU where one is present
+        single = type(algorithm)(algorithm.policy_class, env=None, device=algorithm.device, _init_setup_model=False)
         single.__dict__.update(data)
         single.independent_agents, single.n_envs, single.seed = False, 1, None  # no reseeding of the global RNGs
         single.cuda_graph = algorithm.cuda_graph  # not a saved parameter, but the agent runs as the batch does

@@ -1,0 +1,98 @@
+"""
+Where a training step's time goes: the planner call and the model updates of one step, each profiled with
+``torch.profiler`` after warm-up calls, with the kernel launches, host copies and GPU time per call::
+
+    python benchmarks/profile_step.py --device cuda                     # Swimmer: 1 agent eager, 10 agents graphed
+    python benchmarks/profile_step.py --device cpu --cases 1 4 --calls 3
+
+A case is ``N`` (N independent agents, eager) or ``N:graph`` (the planner replayed as a CUDA graph). On a GPU a
+step is bound by the host when the GPU is busy for a small part of the host's time per call; the printed table
+of each part names the operators that cost the host the most.
+"""
+
+import argparse
+import json
+
+import numpy as np
+import torch as th
+from run import CONFIGS, fill_replay_buffer, make_algorithm
+from torch.profiler import ProfilerActivity, profile
+
+LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaGraphLaunch")
+HOST_COPIES = ("cudaMemcpyAsync", "cudaStreamSynchronize", "cudaDeviceSynchronize")
+
+
+def parse_case(case: str) -> tuple[int, bool]:
+    """``"10"`` -> (10, False), ``"10:graph"`` -> (10, True)."""
+    agents, _, option = case.partition(":")
+    if not agents.isdigit() or int(agents) < 1 or option not in ("", "graph"):
+        raise argparse.ArgumentTypeError(f"case must be N or N:graph with N >= 1, got {case!r}")
+    return int(agents), option == "graph"
+
+
+def profile_part(call, calls: int, device: str) -> tuple[dict, str]:
+    """Figures per call of ``call`` over ``calls`` profiled calls (after as many warm-up calls), and the table."""
+    cuda = device.startswith("cuda")
+
+    def run() -> None:
+        for _ in range(calls):
+            call()
+        if cuda:
+            th.cuda.synchronize()
+
+    run()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as prof:
+        run()
+    events = prof.key_averages()
+    figures = {
+        "kernel_launches": sum(e.count for e in events if e.key in LAUNCHES) / calls,
+        "host_copies_and_syncs": sum(e.count for e in events if e.key in HOST_COPIES) / calls,
+        "host_ms": sum(e.self_cpu_time_total for e in events) / calls / 1e3,
+        "gpu_busy_ms": sum(e.self_device_time_total for e in events if e.device_type.name == "CUDA") / calls / 1e3,
+    }
+    return figures, events.table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=45)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default="swimmer", choices=list(CONFIGS))
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--cases", type=parse_case, nargs="+", default=[(1, False), (10, True)], help="N or N:graph")
+    parser.add_argument("--calls", type=int, default=5, help="profiled calls of each part (after as many warm-ups)")
+    parser.add_argument("--fill", type=int, default=10_000, help="transitions in each agent's replay column")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--tables", action="store_true", help="also print the profiler's table of each part")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    th.set_num_threads(args.threads)
+    config = CONFIGS[args.config]
+    rows = []
+    for n_agents, graph in args.cases:
+        batch = dict(n_envs=n_agents, independent_agents=True) if n_agents > 1 else {}
+        model = make_algorithm(config, args.device, args.fill, cuda_graph=graph, **batch)
+        fill_replay_buffer(model, args.fill, np.random.default_rng(0))
+        parts = {
+            "plan": lambda model=model: model._sample_action(0, n_envs=model.n_envs),
+            f"{config.gradient_steps} updates": lambda model=model: model.train(config.gradient_steps, config.batch_size),
+        }
+        for part, call in parts.items():
+            figures, table = profile_part(call, args.calls, args.device)
+            rows.append({"config": args.config, "n_agents": n_agents, "cuda_graph": graph, "part": part, **figures})
+            if args.tables:
+                print(f"\n{args.config}, N = {n_agents}, cuda_graph={graph}, {part}\n{table}")
+    print(f"\n{args.config}, device {args.device}, per call (mean of {args.calls} profiled calls)\n")
+    print("| N agents | cuda_graph | part | kernel launches | host copies and syncs | host ms | GPU busy ms |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        print(
+            f"| {row['n_agents']} | {row['cuda_graph']} | {row['part']} | {row['kernel_launches']:.0f} | "
+            f"{row['host_copies_and_syncs']:.1f} | {row['host_ms']:.2f} | {row['gpu_busy_ms']:.2f} |"
+        )
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump({"device": args.device, "threads": args.threads, "rows": rows}, file, indent=1)
+
+
+if __name__ == "__main__":
+    main()
