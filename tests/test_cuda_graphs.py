@@ -1,5 +1,6 @@
 """The planner captured as a CUDA graph (``cuda_graph=True``): eager fallback everywhere, replay checks on CUDA."""
 
+import copy
 import pickle
 
 import numpy as np
@@ -9,10 +10,19 @@ from helpers import TINY
 from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
-from sb3_maxdiff.common.cuda_graphs import GraphedPlanning, PlanGraph, storage_pointers
+from sb3_maxdiff.common.cuda_graphs import (
+    GraphedPlanning,
+    GraphedUpdates,
+    PlanGraph,
+    UpdateGraph,
+    optimizer_pointers,
+    restore,
+    storage_pointers,
+)
 from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel
 from sb3_maxdiff.common.mppi import MPPIPlanner
+from sb3_maxdiff.common.optimizers import AgentAdam, model_updates
 
 POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
 needs_cuda = pytest.mark.skipif(not th.cuda.is_available(), reason="CUDA not available")
@@ -38,6 +48,95 @@ def plan_sequence(plan, n_envs: int, device: str, calls: int = 4) -> list:
         nominal = result.nominal
         results.append(result)
     return results
+
+
+def agents_and_optimizer(device: str = "cpu") -> tuple[BatchedDynamicsRewardModel, AgentAdam]:
+    th.manual_seed(0)
+    model = BatchedDynamicsRewardModel(3, 4, 2, [32, 32]).to(device)
+    return model, AgentAdam(model.parameters(), lr=1e-3, weight_decay=1e-4)
+
+
+def replay_draws(device: str, draws: int = 4, rows: int = 3 * 8) -> list[tuple[th.Tensor, ...]]:
+    """Replay draws for 3 agents (obs 4, action 2); in the third, agent 1's rows are all NaN (a skipped update)."""
+    rng = th.Generator().manual_seed(2)
+    result = []
+    for draw in range(draws):
+        sizes = [4, 2, 4, 2, 1, 1]
+        data = [th.randn((3, rows, size), generator=rng) for size in sizes]
+        data[-1] = (data[-1] > 0).float()
+        if draw == 2:
+            data[0][1] = float("nan")
+        result.append(tuple(tensor.to(device) for tensor in data))
+    return result
+
+
+def assert_same_training_state(first, second, exact: bool) -> None:
+    (model_a, optimizer_a), (model_b, optimizer_b) = first, second
+    compare = th.testing.assert_close if not exact else lambda a, b: th.testing.assert_close(a, b, rtol=0, atol=0)
+    for a, b in zip(model_a.parameters(), model_b.parameters()):
+        compare(a, b)
+    for state_a, state_b in zip(optimizer_a.state.values(), optimizer_b.state.values()):
+        for key in state_a:
+            compare(state_a[key], state_b[key])
+
+
+def test_graphed_updates_off_cuda_are_the_eager_updates():
+    graphed, eager = agents_and_optimizer(), agents_and_optimizer()
+    updates = GraphedUpdates()
+    for data in replay_draws("cpu"):
+        done = updates.run(*graphed, data, batch_size=8, gradient_steps=3)
+        expected = model_updates(*eager, data, batch_size=8, gradient_steps=3)
+        assert len(done) == 3 and [update.applied for update in done] == [True] * 3
+        for update, reference in zip(done, expected):
+            assert th.equal(update.finite, reference.finite)
+            for a, b in zip(update.losses, reference.losses):
+                th.testing.assert_close(a.detach(), b.detach(), rtol=0, atol=0, equal_nan=True)
+        assert_same_training_state(graphed, eager, exact=True)
+    assert not updates.graphs and not updates.eager
+    # the third draw had agent 1's rows all NaN: that agent skipped those updates, the others did not
+    assert eager[1].state[eager[0].flat]["step"].tolist() == [12.0, 9.0, 12.0]
+
+
+def test_update_graph_needs_a_cuda_device():
+    model, optimizer = agents_and_optimizer()
+    with pytest.raises(ValueError, match="data must be on a CUDA device"):
+        UpdateGraph(model, optimizer, replay_draws("cpu", draws=1)[0], batch_size=8, gradient_steps=3)
+
+
+def test_restore_undoes_updates_and_starts_new_state_as_an_eager_first_step():
+    model, optimizer = agents_and_optimizer()
+    reference = agents_and_optimizer()
+    draws = replay_draws("cpu", draws=3)
+    # no optimizer state yet: the state made by the undone updates becomes the zeros of a first step
+    saved = [param.detach().clone() for param in model.parameters()]
+    model_updates(model, optimizer, draws[0], batch_size=8, gradient_steps=3)
+    assert not th.equal(model.flat, saved[0])
+    restore(model, optimizer, saved, {})
+    assert th.equal(model.flat, saved[0])
+    assert all(th.count_nonzero(value) == 0 for value in optimizer.state[model.flat].values())
+    for data in draws[1:]:
+        model_updates(model, optimizer, data, batch_size=8, gradient_steps=3)
+        model_updates(*reference, data, batch_size=8, gradient_steps=3)
+    assert_same_training_state((model, optimizer), reference, exact=True)
+    # with state: it is put back as it was
+    saved = [param.detach().clone() for param in model.parameters()]
+    states = {param: {key: value.clone() for key, value in state.items()} for param, state in optimizer.state.items()}
+    model_updates(model, optimizer, draws[0], batch_size=8, gradient_steps=3)
+    restore(model, optimizer, saved, states)
+    assert_same_training_state((model, optimizer), reference, exact=True)
+
+
+def test_optimizer_pointers_change_when_the_state_is_loaded_not_when_updated():
+    model, optimizer = agents_and_optimizer()
+    assert optimizer_pointers(optimizer) == ()
+    data = replay_draws("cpu", draws=1)[0]
+    model_updates(model, optimizer, data, batch_size=8, gradient_steps=1)
+    before = optimizer_pointers(optimizer)
+    assert len(before) == 3  # step, exp_avg, exp_avg_sq of the one flat parameter
+    model_updates(model, optimizer, data, batch_size=8, gradient_steps=1)
+    assert optimizer_pointers(optimizer) == before
+    optimizer.load_state_dict(copy.deepcopy(optimizer.state_dict()))
+    assert optimizer_pointers(optimizer) != before
 
 
 def test_storage_pointers_change_when_a_tensor_is_replaced_not_when_updated():
@@ -188,7 +287,50 @@ def test_cuda_graph_training_matches_eager_training(independent_agents):
 
     graphed, eager = train(True), train(False)
     assert graphed.policy._graphs.graphs  # the planner ran as a graph
+    # batched agents update through a graph too; a shared model (torch's Adam) updates eagerly
+    assert bool(graphed._graphed_updates.graphs) == independent_agents and not graphed._graphed_updates.eager
     np.testing.assert_allclose(graphed.replay_buffer.actions[:30], eager.replay_buffer.actions[:30], atol=1e-4)
+    th.testing.assert_close(graphed.policy.model.state_dict(), eager.policy.model.state_dict(), rtol=1e-4, atol=1e-4)
+
+
+@needs_cuda
+def test_update_replays_equal_eager_updates():
+    """Replays of the captured updates (a skipped agent included) leave the same parameters and optimizer state."""
+    graphed, eager = agents_and_optimizer("cuda"), agents_and_optimizer("cuda")
+    updates = GraphedUpdates()
+    for data in replay_draws("cuda"):
+        done = updates.run(*graphed, data, batch_size=8, gradient_steps=3)
+        expected = model_updates(*eager, data, batch_size=8, gradient_steps=3)
+        for update, reference in zip(done, expected):
+            assert th.equal(update.finite, reference.finite)
+            th.testing.assert_close(update.losses.total, reference.losses.total.detach(), equal_nan=True)
+        assert_same_training_state(graphed, eager, exact=False)
+    assert len(updates.graphs) == 1 and not updates.eager
+    assert eager[1].state[eager[0].flat]["step"].tolist() == [12.0, 9.0, 12.0]
+    # results are copies: a later replay leaves them as they were
+    kept = done[0].losses.total.clone()
+    updates.run(*graphed, replay_draws("cuda", draws=1)[0], batch_size=8, gradient_steps=3)
+    assert th.equal(done[0].losses.total, kept)
+    model_updates(*eager, replay_draws("cuda", draws=1)[0], batch_size=8, gradient_steps=3)
+    # loaded optimizer state is new storage: a new graph is captured, from the loaded state
+    for _, optimizer in (graphed, eager):
+        optimizer.load_state_dict(copy.deepcopy(optimizer.state_dict()))
+    data = replay_draws("cuda", draws=1)[0]
+    updates.run(*graphed, data, batch_size=8, gradient_steps=3)
+    model_updates(*eager, data, batch_size=8, gradient_steps=3)
+    assert len(updates.graphs) == 1 and updates.graphs[0].pointers[-3:] == optimizer_pointers(graphed[1])
+    assert_same_training_state(graphed, eager, exact=False)
+    # another split of the draw is another graph; a changed learning rate ends the capturing, with a warning
+    updates.run(*graphed, data, batch_size=12, gradient_steps=2)
+    model_updates(*eager, data, batch_size=12, gradient_steps=2)
+    assert len(updates.graphs) == 2
+    for optimizer in (graphed[1], eager[1]):
+        optimizer.param_groups[0]["lr"] = 5e-4
+    with pytest.warns(UserWarning, match="the learning rate changed"):
+        updates.run(*graphed, data, batch_size=8, gradient_steps=3)
+    model_updates(*eager, data, batch_size=8, gradient_steps=3)
+    assert updates.eager and not updates.graphs
+    assert_same_training_state(graphed, eager, exact=False)
 
 
 @needs_cuda

@@ -1,14 +1,18 @@
 """
-The MPPI planning step captured as one CUDA graph and replayed, so that a call costs one graph launch
-instead of a few hundred kernel launches (on a GPU the planner is bound by launches, not arithmetic).
+The MPPI planning step and the batched agents' model updates, each captured as one CUDA graph and replayed,
+so that a call costs one graph launch instead of hundreds of kernel launches (on a GPU both are bound by
+launches, not arithmetic).
 """
 
 import warnings
+from collections.abc import Sequence
 
 import torch as th
 from torch import nn
 
+from sb3_maxdiff.common.models import ModelLosses
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlanResult
+from sb3_maxdiff.common.optimizers import AgentAdam, ModelUpdate, model_updates
 
 # Eager calls on a side stream before the capture (cuBLAS workspaces and the planner's caches are set up there).
 WARMUP_CALLS = 2
@@ -116,3 +120,160 @@ class GraphedPlanning:
                 return planner.plan(model, obs, nominal, reset)
             self.graphs.append(graph)
         return graph(obs, nominal, reset)
+
+
+def optimizer_pointers(optimizer: th.optim.Optimizer) -> tuple[int, ...]:
+    """Addresses of the optimizer's state tensors (``load_state_dict`` replaces them). Host metadata only."""
+    return tuple(
+        value.data_ptr() for state in optimizer.state.values() for value in state.values() if isinstance(value, th.Tensor)
+    )
+
+
+def learning_rates(optimizer: th.optim.Optimizer) -> tuple[float, ...]:
+    """The learning rate of each parameter group (a captured update holds them as constants)."""
+    return tuple(float(group["lr"]) for group in optimizer.param_groups)
+
+
+@th.no_grad()
+def restore(
+    model: nn.Module,
+    optimizer: th.optim.Optimizer,
+    parameters: list[th.Tensor],
+    states: dict[th.Tensor, dict[str, th.Tensor]],
+) -> None:
+    """
+    Copy saved parameters and optimizer state back in place; state that did not exist when they were saved
+    becomes zeros, which is the state an eager first step starts from.
+    """
+    for param, saved in zip(model.parameters(), parameters):
+        param.copy_(saved)
+    for param, state in optimizer.state.items():
+        for key, value in state.items():
+            if param in states:
+                value.copy_(states[param][key])
+            else:
+                value.zero_()
+
+
+class UpdateGraph:
+    """
+    The model updates of one ``train`` call of batched agents (``gradient_steps`` times: loss, backward pass,
+    :class:`AgentAdam` step with its per-agent skip of a non-finite loss) on a CUDA device, captured once for
+    fixed shapes and replayed on each new replay draw. The arithmetic is the eager updates' own; the warm-up
+    updates made before the capture are undone, so the first replay starts from the same parameters and
+    optimizer state as an eager update would.
+
+    A replay reads and writes the parameters and the optimizer state in place; the learning rates are
+    constants of the graph (:class:`GraphedUpdates` stops capturing when they change).
+
+    :param model: batched learned model on the CUDA device
+    :param optimizer: its :class:`AgentAdam`
+    :param data: example replay draw (the graph is for these shapes, dtypes and device)
+    :param batch_size: rows per update
+    :param gradient_steps: updates per call
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: AgentAdam,
+        data: Sequence[th.Tensor],
+        batch_size: int,
+        gradient_steps: int,
+    ):
+        device = data[0].device
+        if device.type != "cuda":
+            raise ValueError(f"data must be on a CUDA device to capture a CUDA graph, got device {device}")
+        self.data = tuple(tensor.detach().clone() for tensor in data)
+        self.batch_size, self.gradient_steps = batch_size, gradient_steps
+        self.learning_rates = learning_rates(optimizer)
+        self.graph = th.cuda.CUDAGraph()
+
+        def call() -> list[ModelUpdate]:
+            return model_updates(model, optimizer, self.data, batch_size, gradient_steps)
+
+        parameters = [param.detach().clone() for param in model.parameters()]
+        states = {param: {key: value.clone() for key, value in state.items()} for param, state in optimizer.state.items()}
+        side_stream = th.cuda.Stream(device)
+        side_stream.wait_stream(th.cuda.current_stream(device))
+        try:
+            with th.cuda.stream(side_stream):
+                for _ in range(WARMUP_CALLS):
+                    call()
+        finally:
+            th.cuda.current_stream(device).wait_stream(side_stream)
+            restore(model, optimizer, parameters, states)
+        optimizer.zero_grad(set_to_none=True)
+        with th.cuda.graph(self.graph):
+            updates = call()
+        # the outputs, detached: a replay overwrites them in place
+        self.outputs = [
+            ModelUpdate(ModelLosses(*(loss.detach() for loss in update.losses)), update.finite, update.applied)
+            for update in updates
+        ]
+        self.pointers = storage_pointers(model) + optimizer_pointers(optimizer)
+
+    def matches(self, data: Sequence[th.Tensor], batch_size: int, gradient_steps: int) -> bool:
+        """Whether this graph can update on this draw: same shapes, dtypes, device and split."""
+        return (
+            (batch_size, gradient_steps) == (self.batch_size, self.gradient_steps)
+            and len(data) == len(self.data)
+            and all(
+                (new.shape, new.dtype, new.device) == (old.shape, old.dtype, old.device) for new, old in zip(data, self.data)
+            )
+        )
+
+    def __call__(self, data: Sequence[th.Tensor]) -> list[ModelUpdate]:
+        """Update on ``data``; the returned losses are copies, so the next replay leaves them as they are."""
+        for static, tensor in zip(self.data, data):
+            static.copy_(tensor)
+        self.graph.replay()
+        return [
+            ModelUpdate(ModelLosses(*(loss.clone() for loss in update.losses)), update.finite.clone(), update.applied)
+            for update in self.outputs
+        ]
+
+
+class GraphedUpdates:
+    """
+    The CUDA graphs of one model's updates, one per replay-draw shape, captured on first use and again when
+    the model's or the optimizer's storage changes (``.to``, ``optimizer.load_state_dict``). Updates run eagerly
+    (:func:`model_updates`) off CUDA, for a single shared model (its optimizer is torch's Adam, whose skip of a
+    non-finite loss reads the host), once the learning rate has changed between calls (a schedule: a graph
+    holds it as a constant; a warning says so), and where a capture fails (a warning says so).
+    """
+
+    def __init__(self) -> None:
+        self.graphs: list[UpdateGraph] = []
+        self.eager = False
+
+    def run(
+        self,
+        model: nn.Module,
+        optimizer: th.optim.Optimizer,
+        data: Sequence[th.Tensor],
+        batch_size: int,
+        gradient_steps: int,
+    ) -> list[ModelUpdate]:
+        """The updates of :func:`model_updates`, replayed from a captured graph where that is possible."""
+        if self.eager or not isinstance(optimizer, AgentAdam) or data[0].device.type != "cuda":
+            return model_updates(model, optimizer, data, batch_size, gradient_steps)
+        if self.graphs and learning_rates(optimizer) != self.graphs[0].learning_rates:
+            self.stop(f"the learning rate changed from {self.graphs[0].learning_rates} to {learning_rates(optimizer)}")
+            return model_updates(model, optimizer, data, batch_size, gradient_steps)
+        pointers = storage_pointers(model) + optimizer_pointers(optimizer)
+        self.graphs = [graph for graph in self.graphs if graph.pointers == pointers]
+        graph = next((graph for graph in self.graphs if graph.matches(data, batch_size, gradient_steps)), None)
+        if graph is None:
+            try:
+                graph = UpdateGraph(model, optimizer, data, batch_size, gradient_steps)
+            except RuntimeError as error:
+                self.stop(f"capturing the model updates failed ({error})")
+                return model_updates(model, optimizer, data, batch_size, gradient_steps)
+            self.graphs.append(graph)
+        return graph(data)
+
+    def stop(self, reason: str) -> None:
+        """Update eagerly from now on, with a warning that says why."""
+        self.eager, self.graphs = True, []
+        warnings.warn(f"cuda_graph=True: {reason}; the model updates run eagerly from now on")

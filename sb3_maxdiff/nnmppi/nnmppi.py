@@ -24,9 +24,10 @@ from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
 from sb3_maxdiff.common.agents import SharedModel, check_agent_env, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
+from sb3_maxdiff.common.cuda_graphs import GraphedUpdates
 from sb3_maxdiff.common.entropy import PathEntropy
 from sb3_maxdiff.common.mppi import PlannerSettings, check_flag, check_positive
-from sb3_maxdiff.common.optimizers import apply_update
+from sb3_maxdiff.common.optimizers import model_updates
 from sb3_maxdiff.common.training_stats import TrainingStats
 from sb3_maxdiff.common.utils import check_choice, check_spaces, flushing_denormals, split_policy_and_env
 from sb3_maxdiff.nnmppi.policies import MlpPolicy, MPPIPolicy
@@ -78,8 +79,9 @@ class NNMPPI(OffPolicyAlgorithm):
     :param planner_dtype: dtype of the planner's rollouts, "float32" or "bfloat16" (training is float32);
         bfloat16 pays off only on hardware with bfloat16 matrix units
     :param cuda_graph: how to run, not what is learned (not saved: pass it to ``load`` too, like ``device``):
-        on CUDA, replay the planning step as one captured graph (same random draws as eager planning); no
-        effect elsewhere (a warning says so). Not yet run on a GPU by this project
+        on CUDA, replay the planning step as one captured graph (same random draws as eager planning) and,
+        for independent agents batched in one model, each ``train`` call's updates as another
+        (:class:`~sb3_maxdiff.common.cuda_graphs.GraphedUpdates`); no effect elsewhere (a warning says so)
     :param replay_buffer_kwargs: keyword arguments of :class:`NextActionReplayBuffer`
     :param policy_kwargs: policy keyword arguments (``net_arch``, ``activation_fn``, ``optimizer_kwargs``, ...)
     :param stats_window_size: window of the rollout logging averages
@@ -203,6 +205,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self.n_agents = self.n_envs if self.independent_agents else None
         self.agents = make_agents(self.n_agents)
         self._stats = TrainingStats()
+        self._graphed_updates = GraphedUpdates()
         self._train_nominal = None
         if self.replay_buffer is None:
             self.replay_buffer = self.agents.make_buffer(self)  # None: SB3's setup below makes it
@@ -283,12 +286,13 @@ class NNMPPI(OffPolicyAlgorithm):
         self._update_learning_rate(self.policy.optimizer)
         # one draw for all gradient steps: a single host-to-device copy
         data = self.agents.sample(self.replay_buffer, batch_size * gradient_steps, self._vec_normalize_env)
-        for step in range(gradient_steps):
-            batch = (tensor[..., step * batch_size : (step + 1) * batch_size, :] for tensor in data)
-            loss = self.policy.model.loss(*batch)
-            finite = th.isfinite(loss.total)
-            applied = apply_update(self.policy.optimizer, loss.total, finite)
-            self._stats.add_update(loss, finite, applied)
+        model, optimizer = self.policy.model, self.policy.optimizer
+        if self.cuda_graph:
+            updates = self._graphed_updates.run(model, optimizer, data, batch_size, gradient_steps)
+        else:
+            updates = model_updates(model, optimizer, data, batch_size, gradient_steps)
+        for update in updates:
+            self._stats.add_update(*update)
 
     def _record_device_stats(self) -> None:
         """Log the device-side statistics since the last dump, count the updates, warn about skips."""
@@ -348,7 +352,7 @@ class NNMPPI(OffPolicyAlgorithm):
     def _excluded_save_params(self) -> list[str]:
         # cuda_graph is how to run, chosen again at load (like the device)
         # the agents are set up again with the model (_agent_returns: files of earlier versions)
-        excluded = ["_train_nominal", "_stats", "cuda_graph", "agents", "_agent_returns"]
+        excluded = ["_train_nominal", "_stats", "_graphed_updates", "cuda_graph", "agents", "_agent_returns"]
         return [*super()._excluded_save_params(), *excluded]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
