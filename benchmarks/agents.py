@@ -8,8 +8,8 @@ against the same N agents stepped one after the other as single-agent models, in
 A training step is one planner call and ``gradient_steps`` model updates, with each agent's replay column
 holding ``--fill`` random transitions. Figures are ms per agent-step (median over ``--calls`` rounds; in each
 round the batched step and the sequential steps are timed back to back, so a slow spell hits both alike).
-With ``--cuda-graph`` the batched step is also timed with its planner replayed as a CUDA graph
-(``cuda_graph=True``), in the same rounds.
+With ``--cuda-graph`` the batched step is also timed with its planner (and, for N > 1, its model updates)
+replayed as CUDA graphs (``cuda_graph=True``), in the same rounds.
 """
 
 import argparse

@@ -5,7 +5,8 @@ Where a training step's time goes: the planner call and the model updates of one
     python benchmarks/profile_step.py --device cuda                     # Swimmer: 1 agent eager, 10 agents graphed
     python benchmarks/profile_step.py --device cpu --cases 1 4 --calls 3
 
-A case is ``N`` (N independent agents, eager) or ``N:graph`` (the planner replayed as a CUDA graph). On a GPU a
+A case is ``N`` (N independent agents, eager) or ``N:graph`` (``cuda_graph=True``: the planner, and for
+N > 1 the model updates, replayed as CUDA graphs). On a GPU a
 step is bound by the host when the GPU is busy for a small part of the host's time per call; the printed table
 of each part names the operators that cost the host the most.
 """
