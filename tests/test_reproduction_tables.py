@@ -19,8 +19,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 METHODS = {"MaxDiff": "maxdiff", "NN-MPPI": "nnmppi", "SAC": "sac", "SAC (paper's)": "sac", "SAC (RL Zoo)": "sac-zoo"}
 EVALUATION = "final evaluation (mean per seed)"
 REPRODUCTION = ROOT / "docs" / "reproduction"
-# point-mass CSVs whose training episodes do not yet carry their path diagnostics (their runs are being repeated
-# to record them); the diagnostics rows of their tables cannot be checked until then
 SWIMMER_COLUMNS = [
     "last episode at 10,000",
     "last episode at 20,000",

@@ -5,7 +5,8 @@ launches, not arithmetic).
 """
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch as th
 from torch import nn
@@ -86,7 +87,27 @@ class PlanGraph:
         return PlanResult(*(tensor.clone() for tensor in self.output))
 
 
-class GraphedPlanning:
+class CapturedGraphs:
+    """
+    Graphs of one kind captured for one owner, one per input shape, each kept while the storage it reads (its
+    ``pointers``) stays where it was at capture: graphs captured before the model's storage changed read stale
+    memory, so they are dropped.
+    """
+
+    def __init__(self) -> None:
+        self.graphs: list = []
+
+    def find_or_capture(self, pointers: tuple[int, ...], matches: Callable[[Any], bool], capture: Callable[[], Any]) -> Any:
+        """The graph that ``matches`` among those for ``pointers``, else a new one from ``capture`` (which may raise)."""
+        self.graphs = [graph for graph in self.graphs if graph.pointers == pointers]
+        graph = next((graph for graph in self.graphs if matches(graph)), None)
+        if graph is None:
+            graph = capture()
+            self.graphs.append(graph)
+        return graph
+
+
+class GraphedPlanning(CapturedGraphs):
     """
     The CUDA graphs of one policy's planning calls, one per input shape (e.g. training on N environments,
     evaluating on one), captured on first use and again when the model's storage changes. Where a capture
@@ -94,7 +115,7 @@ class GraphedPlanning:
     """
 
     def __init__(self) -> None:
-        self.graphs: list[PlanGraph] = []
+        super().__init__()
         self.failed = False
 
     def plan(
@@ -107,18 +128,16 @@ class GraphedPlanning:
     ) -> PlanResult:
         if self.failed or obs.device.type != "cuda":
             return planner.plan(model, obs, nominal, reset)
-        # graphs captured before the model's storage changed read stale memory: dropped
-        pointers = storage_pointers(model, planner.path_entropy)
-        self.graphs = [graph for graph in self.graphs if graph.pointers == pointers]
-        graph = next((graph for graph in self.graphs if graph.matches(obs, nominal)), None)
-        if graph is None:
-            try:
-                graph = PlanGraph(planner, model, obs, nominal)
-            except RuntimeError as error:
-                self.failed = True
-                warnings.warn(f"cuda_graph=True: capturing the planner failed ({error}); planning eagerly instead")
-                return planner.plan(model, obs, nominal, reset)
-            self.graphs.append(graph)
+        try:
+            graph = self.find_or_capture(
+                storage_pointers(model, planner.path_entropy),
+                lambda graph: graph.matches(obs, nominal),
+                lambda: PlanGraph(planner, model, obs, nominal),
+            )
+        except RuntimeError as error:
+            self.failed = True
+            warnings.warn(f"cuda_graph=True: capturing the planner failed ({error}); planning eagerly instead")
+            return planner.plan(model, obs, nominal, reset)
         return graph(obs, nominal, reset)
 
 
@@ -234,7 +253,7 @@ class UpdateGraph:
         ]
 
 
-class GraphedUpdates:
+class GraphedUpdates(CapturedGraphs):
     """
     The CUDA graphs of one model's updates, one per replay-draw shape, captured on first use and again when
     the model's or the optimizer's storage changes (``.to``, ``optimizer.load_state_dict``). Updates run eagerly
@@ -244,7 +263,7 @@ class GraphedUpdates:
     """
 
     def __init__(self) -> None:
-        self.graphs: list[UpdateGraph] = []
+        super().__init__()
         self.eager = False
 
     def run(
@@ -256,22 +275,35 @@ class GraphedUpdates:
         gradient_steps: int,
     ) -> list[ModelUpdate]:
         """The updates of :func:`model_updates`, replayed from a captured graph where that is possible."""
-        if self.eager or not isinstance(optimizer, AgentAdam) or data[0].device.type != "cuda":
-            return model_updates(model, optimizer, data, batch_size, gradient_steps)
-        if self.graphs and learning_rates(optimizer) != self.graphs[0].learning_rates:
-            self.stop(f"the learning rate changed from {self.graphs[0].learning_rates} to {learning_rates(optimizer)}")
-            return model_updates(model, optimizer, data, batch_size, gradient_steps)
-        pointers = storage_pointers(model) + optimizer_pointers(optimizer)
-        self.graphs = [graph for graph in self.graphs if graph.pointers == pointers]
-        graph = next((graph for graph in self.graphs if graph.matches(data, batch_size, gradient_steps)), None)
+        graph = self._graph(model, optimizer, data, batch_size, gradient_steps)
         if graph is None:
-            try:
-                graph = UpdateGraph(model, optimizer, data, batch_size, gradient_steps)
-            except RuntimeError as error:
-                self.stop(f"capturing the model updates failed ({error})")
-                return model_updates(model, optimizer, data, batch_size, gradient_steps)
-            self.graphs.append(graph)
+            return model_updates(model, optimizer, data, batch_size, gradient_steps)
         return graph(data)
+
+    def _graph(
+        self,
+        model: nn.Module,
+        optimizer: th.optim.Optimizer,
+        data: Sequence[th.Tensor],
+        batch_size: int,
+        gradient_steps: int,
+    ) -> UpdateGraph | None:
+        """The graph for these updates, captured if need be; None where they run eagerly."""
+        if self.eager or not isinstance(optimizer, AgentAdam) or data[0].device.type != "cuda":
+            return None
+        rates = learning_rates(optimizer)
+        if self.graphs and rates != self.graphs[0].learning_rates:
+            self.stop(f"the learning rate changed from {self.graphs[0].learning_rates} to {rates}")
+            return None
+        try:
+            return self.find_or_capture(
+                storage_pointers(model) + optimizer_pointers(optimizer),
+                lambda graph: graph.matches(data, batch_size, gradient_steps),
+                lambda: UpdateGraph(model, optimizer, data, batch_size, gradient_steps),
+            )
+        except RuntimeError as error:
+            self.stop(f"capturing the model updates failed ({error})")
+            return None
 
     def stop(self, reason: str) -> None:
         """Update eagerly from now on, with a warning that says why."""
