@@ -165,9 +165,9 @@ def test_non_finite_loss_skips_that_agent_only(monkeypatch):
 def test_schedules_and_learning_starts_count_each_agents_steps():
     model = independent(alpha=StepSchedule([0.5, 5.0], [30]), learning_starts=20)
     model.learn(3 * 25)
-    assert model._n_updates == 5 * 5 and model.policy.alpha.item() == 0.5  # 25 steps per agent
+    assert model._n_updates == 5 * 5 and model.policy.alpha.tolist() == [0.5] * 3  # 25 steps per agent
     model.learn(3 * 10, reset_num_timesteps=False)
-    assert model.policy.alpha.item() == 5.0
+    assert model.policy.alpha.tolist() == [5.0] * 3
 
 
 def test_buffer_size_is_per_agent():

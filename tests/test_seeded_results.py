@@ -4,16 +4,17 @@ seeded runs on the point mass (one thread, see conftest.py). A restructuring of 
 the planner must leave these unchanged; a change that cannot (say, a different order of floating-point sums)
 must say so and show that seeded runs still agree to 1e-6.
 
-The digests hold for this project's machines (PyTorch 2.13's CPU kernels on AVX512, one thread) and the runs are
-pinned to the CPU; another CPU or torch build may round differently, so there the test is skipped, and only the
-test of determinism itself (test_deterministic.py) is portable.
+The digests are pinned per platform (:func:`helpers.cpu_platform`: torch version, CPU capability, AMX or not), for
+the kinds of machine this project runs on, with one thread and on the CPU; another CPU or torch build may round
+differently, so there the test is skipped (pytest's header says which pins ran), and only the test of determinism
+itself (test_deterministic.py) is portable.
 """
 
 import hashlib
 
 import numpy as np
 import pytest
-from helpers import on_recording_platform
+from helpers import cpu_platform
 from stable_baselines3.common.env_util import make_vec_env
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
@@ -38,12 +39,22 @@ RUNS = {
     ),
     "nnmppi-3-bounded": (NNMPPI, dict(action_semantics="bounded", learning_starts=40), 3, 80),
 }
-# (actions, parameters), as the code gave them on 2026-11-24 (commit 78e84a9)
+# platform -> name -> (actions, parameters), as the code gave them: on AVX512 without AMX on 2026-11-24 (commit
+# 78e84a9); on AVX512 with AMX (Sapphire Rapids) on 2026-11-26, from commit 7c34970, which still gave the first
+# platform's digests there (CI)
 PINNED = {
-    "maxdiff-1-authors": ("cb2399608d40fec1643c74183cae6fe0", "28472153b32eb8d9a101ed03fca48ff4"),
-    "nnmppi-1-bounded": ("6b8385516d27fa493c29f1a283cf10f9", "e01ee317f8a05f62e671f66404a5015b"),
-    "maxdiff-3-authors": ("35a6301d5faf09ac440ce5e600793c20", "05e294ca84d8b4aaea314864bdb51768"),
-    "nnmppi-3-bounded": ("e12a52cc6f659d281756af5162ad0c6c", "d74bb47c37fecb4f8be8ec26f42168c1"),
+    "torch2.13-AVX512": {
+        "maxdiff-1-authors": ("cb2399608d40fec1643c74183cae6fe0", "28472153b32eb8d9a101ed03fca48ff4"),
+        "nnmppi-1-bounded": ("6b8385516d27fa493c29f1a283cf10f9", "e01ee317f8a05f62e671f66404a5015b"),
+        "maxdiff-3-authors": ("35a6301d5faf09ac440ce5e600793c20", "05e294ca84d8b4aaea314864bdb51768"),
+        "nnmppi-3-bounded": ("e12a52cc6f659d281756af5162ad0c6c", "d74bb47c37fecb4f8be8ec26f42168c1"),
+    },
+    "torch2.13-AVX512-AMX": {
+        "maxdiff-1-authors": ("956d86a6d6dc24fc0549ab01326ad440", "2d633d7b2b18e01b2d234638d4da5409"),
+        "nnmppi-1-bounded": ("2c597a15fb1584f2bdb88eb2e026d985", "2d348fa3ff0c9704de637a30262e072e"),
+        "maxdiff-3-authors": ("e9bf2ab23fda8e0e7453eaa0e4c7e1cd", "8e994da03da86cb99672598cae87333c"),
+        "nnmppi-3-bounded": ("d804cbc64f7244755138549e610ea176", "ec95ce80ea9b1011feb3ba97ea9efd66"),
+    },
 }
 
 
@@ -65,7 +76,7 @@ def seeded_digests(name: str) -> tuple[str, str]:
     return _md5([actions]), _md5(parameters)
 
 
-@pytest.mark.skipif(not on_recording_platform(), reason="digests recorded with PyTorch 2.13's CPU kernels on AVX512")
+@pytest.mark.skipif(cpu_platform() not in PINNED, reason=f"no digests pinned for {cpu_platform()} (pinned: {sorted(PINNED)})")
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_seeded_runs_are_unchanged(name):
-    assert seeded_digests(name) == PINNED[name], f"{name}: {seeded_digests(name)}"
+    assert seeded_digests(name) == PINNED[cpu_platform()][name], f"{name} on {cpu_platform()}: {seeded_digests(name)}"

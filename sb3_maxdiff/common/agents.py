@@ -59,7 +59,7 @@ class SharedModel:
     def record(self, record: Record, model_loss: np.ndarray | None) -> None:
         """Log what is logged per agent: the model loss and the last episode return."""
 
-    def extract(self, algorithm: Any, index: int) -> Any:
+    def extract(self, algorithm: Any, index: int, algo_class: type | None = None, drop: tuple[str, ...] = ()) -> Any:
         """Agent ``index`` of ``algorithm`` as an algorithm of its own (independent agents only)."""
         raise ValueError("agent(index) needs a model created with independent_agents=True")
 
@@ -128,14 +128,23 @@ class IndependentAgents(SharedModel):
             for index, value in enumerate(self.returns):
                 record(f"rollout/ep_rew_agent_{index}", float(value))
 
-    def extract(self, algorithm: Any, index: int) -> Any:
+    def extract(self, algorithm: Any, index: int, algo_class: type | None = None, drop: tuple[str, ...] = ()) -> Any:
+        """
+        Agent ``index`` of ``algorithm`` as an algorithm of its own, with its own value of each per-agent setting.
+
+        :param algo_class: the class of the agent made (default: the algorithm's), e.g. ``NNMPPI`` for an agent of a
+            MaxDiff batch that plans as NN-MPPI
+        :param drop: attributes of ``algorithm`` that the agent does not take (those ``algo_class`` does not have)
+        """
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < self.n_agents:
             raise ValueError(f"index must be an integer in [0, {self.n_agents - 1}], got {index!r}")
         skipped = {*algorithm._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts"}
         data = copy.deepcopy({key: value for key, value in algorithm.__dict__.items() if key not in skipped})
+        data.update(algorithm._agent_settings(index))
+        algo_class = type(algorithm) if algo_class is None else algo_class
         # on the model's device: "auto" would put an agent of a CPU model on a GPU where one is present
-        single = type(algorithm)(algorithm.policy_class, env=None, device=algorithm.device, _init_setup_model=False)
-        single.__dict__.update(data)
+        single = algo_class(algorithm.policy_class, env=None, device=algorithm.device, _init_setup_model=False)
+        single.__dict__.update({key: value for key, value in data.items() if key not in drop})
         single.independent_agents, single.n_envs, single.seed = False, 1, None  # no reseeding of the global RNGs
         single.cuda_graph = algorithm.cuda_graph  # not a saved parameter, but the agent runs as the batch does
         single.num_timesteps = self.agent_steps(algorithm.num_timesteps)
@@ -173,8 +182,8 @@ def copy_agent(source: Any, target: Any, index: int) -> None:
     Copy agent ``index`` of the policy ``source`` (its model weights, Adam state and path-entropy weight) into
     the single-agent policy ``target``.
     """
-    if source.alpha is not None:
-        target.alpha.copy_(source.alpha)
+    if source.alpha is not None and target.alpha is not None:
+        target.alpha.copy_(source.alpha if source.alpha.dim() == 0 else source.alpha[index])
     model = source.model
     if source.n_agents is None:  # one agent: the model and optimizer are already those of a single agent
         target.model.load_state_dict(model.state_dict())

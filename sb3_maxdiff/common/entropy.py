@@ -135,21 +135,31 @@ class EntropyBonus(nn.Module):
     """
     The MaxDiff term of the planner's sample scores, ``alpha * S`` for each predicted path, with its weight:
     ``alpha`` is a buffer (it moves with ``.to`` and is saved in the state dict), set in place as a schedule
-    changes it, so that a captured CUDA graph reads the current value.
+    changes it, so that a captured CUDA graph reads the current value. For independent agents batched in one
+    model it holds one weight per agent (shape (N,)), so that each agent may have its own.
+
+    Where an agent's alpha is 0 its scores ignore the entropy altogether (a non-finite entropy included): that
+    agent plans as NN-MPPI's planner does.
 
     :param entropy: the path entropy ``S``
     :param alpha: its initial weight
+    :param n_agents: None: one weight (shape ()); an int N: one weight per agent (shape (N,))
     """
 
-    def __init__(self, entropy: PathEntropy, alpha: float = 0.0):
+    def __init__(self, entropy: PathEntropy, alpha: float = 0.0, n_agents: int | None = None):
         super().__init__()
         self.entropy = entropy
         self.alpha: th.Tensor
-        self.register_buffer("alpha", th.full((), float(alpha)))
+        self.register_buffer("alpha", th.full(() if n_agents is None else (n_agents,), float(alpha)))
+
+    def weigh(self, entropy: th.Tensor) -> th.Tensor:
+        """``alpha * S`` from the entropies ``S`` of shape (E, K) (E = N agents for per-agent weights), 0 where alpha is 0."""
+        alpha = self.alpha if self.alpha.dim() == 0 else self.alpha[:, None]
+        return th.where(alpha > 0, alpha * entropy, th.zeros((), dtype=entropy.dtype, device=entropy.device))
 
     def forward(self, paths: th.Tensor) -> th.Tensor:
-        """``alpha * S`` of paths of shape (..., T, n)."""
-        return self.alpha * self.entropy(paths)
+        """``alpha * S`` of paths of shape (E, K, T, n)."""
+        return self.weigh(self.entropy(paths))
 
 
 @functools.lru_cache(maxsize=64)

@@ -3,6 +3,7 @@ Model predictive path integral (MPPI) planning with a learned model,
 batched over samples and parallel environments, each environment with its own warm start.
 """
 
+import functools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -103,7 +104,9 @@ class PlannerSettings:
     :param n_samples: number of sampled action sequences K per environment
     :param temperature: MPPI temperature lambda
     :param noise_std: std sigma of the sampling noise before smoothing
-    :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the scores (NN-MPPI as published)
+    :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the scores (NN-MPPI as published);
+        a tuple of bools gives each of N independent agents batched in one model its own (planning then takes
+        one environment per agent, E = N)
     :param clip_samples: clip sampled actions to [-1, 1] before the rollout (the published runs did not)
     :param state_bound: bound on predicted states, so that a diverging model stays finite
     :param dtype: compute dtype of the model rollouts, "float32" or "bfloat16" (see :func:`rollout`)
@@ -113,7 +116,7 @@ class PlannerSettings:
     n_samples: int = 500
     temperature: float = 0.5
     noise_std: float = 0.3
-    control_cost: bool = True
+    control_cost: bool | tuple[bool, ...] = True
     clip_samples: bool = False
     state_bound: float = 1e6
     dtype: str = "float32"
@@ -124,13 +127,35 @@ class PlannerSettings:
         check_positive("temperature", self.temperature)
         check_positive("noise_std", self.noise_std)
         check_positive("state_bound", self.state_bound)
-        check_flag("control_cost", self.control_cost)
+        if isinstance(self.control_cost, (tuple, list)):
+            if len(self.control_cost) == 0:
+                raise ValueError("control_cost must be True, False or a non-empty tuple of them (one per agent), got ()")
+            object.__setattr__(self, "control_cost", tuple(check_flag("control_cost", flag) for flag in self.control_cost))
+        else:
+            check_flag("control_cost", self.control_cost)
         check_flag("clip_samples", self.clip_samples)
         planner_compute_dtype(self.dtype)
 
     @property
     def compute_dtype(self) -> th.dtype:
         return planner_compute_dtype(self.dtype)
+
+    @property
+    def per_agent_control_cost(self) -> bool:
+        """Whether each agent has its own control-cost flag (a tuple), not one for all."""
+        return isinstance(self.control_cost, tuple)
+
+    def control_cost_mask(self, device: th.device, dtype: th.dtype) -> th.Tensor:
+        """The control-cost flags as 1.0 / 0.0 per agent, shape (N, 1), made once per device and dtype."""
+        if not self.per_agent_control_cost:
+            raise ValueError("control_cost_mask needs one control_cost flag per agent (a tuple)")
+        return _flags(self.control_cost, dtype, device)[:, None]
+
+
+@functools.lru_cache(maxsize=64)
+def _flags(flags: tuple[bool, ...], dtype: th.dtype, device: th.device) -> th.Tensor:
+    """``flags`` as 1.0 / 0.0 on ``device``, made once (no host-to-device copy per call, none during a graph capture)."""
+    return th.tensor([float(flag) for flag in flags], dtype=dtype, device=device)
 
 
 def _generic_rollout(
@@ -211,6 +236,29 @@ class MPPIPlanner:
         # the cached filter is rebuilt on first use (keeps pickles device-independent)
         return {**self.__dict__, "_filter": None}
 
+    def scores(self, returns: th.Tensor, noise: th.Tensor, states: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """
+        The score of each sample: its predicted return, minus the control term where it is on (NN-MPPI), plus
+        ``alpha`` times its path entropy (MaxDiff). Where independent agents have their own control-cost flag and
+        alpha, each agent's samples are scored by its own: an agent with the flag on and alpha 0 as NN-MPPI's.
+
+        :param returns: predicted returns, shape (E, K)
+        :param noise: the smoothed noise of each sample (around the nominal), shape (E, K, H, m)
+        :param states: the predicted states, shape (E, K, H, n)
+        :return: the scores and the path entropies (zeros without the MaxDiff term), both of shape (E, K)
+        """
+        settings, scores = self.settings, returns
+        if settings.per_agent_control_cost:
+            control = 0.5 * settings.temperature * (noise**2).sum(dim=(-2, -1)) / settings.noise_std**2
+            scores = scores - settings.control_cost_mask(returns.device, scores.dtype) * control
+        elif settings.control_cost:
+            scores = scores - 0.5 * settings.temperature * (noise**2).sum(dim=(-2, -1)) / settings.noise_std**2
+        entropy = th.zeros_like(scores)
+        if self.path_entropy is not None:
+            entropy = self.path_entropy.entropy(states)
+            scores = scores + self.path_entropy.weigh(entropy)
+        return scores, entropy
+
     @th.no_grad()
     def plan(
         self,
@@ -229,6 +277,11 @@ class MPPIPlanner:
         """
         settings = self.settings
         n_envs, horizon, n_samples = obs.shape[0], settings.horizon, settings.n_samples
+        if settings.per_agent_control_cost and n_envs != len(settings.control_cost):
+            raise ValueError(
+                f"control_cost holds one flag per agent ({len(settings.control_cost)}): plan for one environment per "
+                f"agent, got {n_envs}"
+            )
         # 1. warm start: the previous nominal shifted one step (zero where an episode starts)
         nominal = warm_start(nominal, reset)
         # 2. smoothed noise, drawn up front for all envs, samples and steps
@@ -242,13 +295,7 @@ class MPPIPlanner:
         start = obs[:, None].expand(n_envs, n_samples, obs.shape[-1])
         returns, states = rollout(model, start, samples, settings.state_bound, settings.compute_dtype)
         # 4. scores: predicted return, control term (NN-MPPI), path entropy (MaxDiff)
-        scores = returns
-        if settings.control_cost:
-            scores = scores - 0.5 * settings.temperature * (noise**2).sum(dim=(-2, -1)) / settings.noise_std**2
-        entropy = th.zeros_like(scores)
-        if self.path_entropy is not None:
-            entropy = self.path_entropy.entropy(states)
-            scores = scores + self.path_entropy.alpha * entropy
+        scores, entropy = self.scores(returns, noise, states)
         finite = th.isfinite(scores)
         scores = th.where(finite, scores, th.full_like(scores, INVALID_SCORE))
         # 5.-6. weights and update of the nominal sequence

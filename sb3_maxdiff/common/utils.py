@@ -45,6 +45,24 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
 
 
+def is_per_agent(value: object) -> bool:
+    """Whether a setting is given per independent agent (a list or tuple with one entry per agent)."""
+    return isinstance(value, (list, tuple))
+
+
+def check_per_agent(name: str, values: list | tuple, independent_agents: bool, n_envs: int) -> None:
+    """
+    A setting given per agent (a list) needs ``independent_agents=True`` and one entry per environment, each agent
+    having one environment; raise a ValueError naming ``name`` otherwise.
+    """
+    if not independent_agents:
+        raise ValueError(f"{name} as a list gives each independent agent its own value: it needs independent_agents=True")
+    if len(values) != n_envs:
+        raise ValueError(
+            f"{name} must hold one value per independent agent ({n_envs}, one per environment), got {len(values)}"
+        )
+
+
 def flush_denormal_enabled() -> bool:
     """Whether this thread flushes denormal floats to zero (torch has a setter but no getter)."""
     tiny = th.tensor([1e-39], dtype=th.float32)  # a denormal: 0 when flushing is on

@@ -4,6 +4,7 @@ value with a message that says what it wanted, which argparse prefixes with the 
 """
 
 import argparse
+import re
 from collections.abc import Callable
 
 
@@ -31,3 +32,27 @@ def gpu_share(text: str) -> float:
     if not (0 < value <= 1 or (value > 1 and value.is_integer())):
         raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1] or a whole number of GPUs, got {text}")
     return value
+
+
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?$")
+
+
+def duration_seconds(text: str) -> float:
+    """
+    An argparse ``type`` for a duration: minutes as a plain number (``90``), or hours, minutes and seconds
+    (``2h``, ``1h30m``, ``45m``, ``90s``); returns seconds, > 0.
+    """
+    stripped = text.strip().lower()
+    try:
+        seconds = 60.0 * float(stripped)
+    except ValueError:
+        match = _DURATION.match(stripped)
+        if not stripped or match is None:
+            raise argparse.ArgumentTypeError(
+                f"must be minutes (e.g. 90) or a duration such as 2h, 1h30m, 45m or 90s, got {text}"
+            ) from None
+        hours, minutes, secs = (float(part) if part else 0.0 for part in match.groups())
+        seconds = 3600.0 * hours + 60.0 * minutes + secs
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive duration, got {text}")
+    return seconds

@@ -30,21 +30,38 @@ from sb3_maxdiff.experiments.specs import (
     read_windows,
     write_json,
 )
-from sb3_maxdiff.experiments.training import ExecutionOptions, Progress, Trained, is_batchable, make_env, train_group
+from sb3_maxdiff.experiments.training import (
+    Deadline,
+    ExecutionOptions,
+    Progress,
+    Trained,
+    batch_key,
+    is_batchable,
+    make_env,
+    split_by_entropy,
+    train_group,
+)
 
 __all__ = ["RESULT_FILE", "ExecutionOptions", "RunSpec", "build_specs", "execute_group", "execute_run", "is_finished"]
 
 
-def group_runs(specs: Iterable[RunSpec], batch_seeds: bool = False) -> list[list[RunSpec]]:
+def group_runs(specs: Iterable[RunSpec], batch_seeds: bool = False, batch_cells: bool = False) -> list[list[RunSpec]]:
     """
-    The groups that :func:`execute_group` runs, in order: one run each, or with ``batch_seeds`` the batchable
-    runs grouped by cell (every field but the seed).
+    The groups that :func:`execute_group` runs, in order: one run each; with ``batch_seeds`` the batchable runs
+    grouped by cell (every field but the seed); with ``batch_cells`` the batchable runs of all cells that can
+    share one model (same environment, budget and settings but for alpha and the control term: MaxDiff agents
+    of several alphas and NN-MPPI agents in one batch; see :func:`batch_key`).
     """
     groups: dict[Any, list[RunSpec]] = {}
     for index, spec in enumerate(specs):
-        cell = json.dumps(dataclasses.replace(spec, seed=-1).to_json(), sort_keys=True)
-        groups.setdefault(cell if batch_seeds and is_batchable(spec) else index, []).append(spec)
-    return list(groups.values())
+        if not is_batchable(spec) or not (batch_seeds or batch_cells):
+            key: Any = index
+        elif batch_cells:
+            key = batch_key(spec)
+        else:
+            key = json.dumps(dataclasses.replace(spec, seed=-1).to_json(), sort_keys=True)
+        groups.setdefault(key, []).append(spec)
+    return [part for group in groups.values() for part in split_by_entropy(group)]
 
 
 def _ergodicity_summary(run_dir: str) -> dict[str, float] | None:
@@ -123,24 +140,29 @@ def execute_group(
     :param options: how to run (torch threads, CUDA graphs); not part of the runs' specs
     """
     options = options or ExecutionOptions()
-    if len(specs) > 1 and not all(is_batchable(spec) for spec in specs):
-        raise ValueError("a group of several runs must be multi-shot NN-MPPI / MaxDiff runs of one cell")
+    if len(specs) > 1 and not (all(is_batchable(spec) for spec in specs) and len({batch_key(spec) for spec in specs}) == 1):
+        raise ValueError("a group of several runs must be multi-shot NN-MPPI / MaxDiff runs that can share one model")
     th.set_num_threads(options.threads)
-    progress = Progress(counter)
+    progress, deadline = Progress(counter), Deadline(options.deadline)
     unfinished = [spec for spec in specs if not is_finished(out, spec)]
     for spec in unfinished:  # refuses a folder of a run started with other settings, before any work
         open_run_dir(out, spec)
     untrained = [spec for spec in unfinished if not os.path.exists(os.path.join(out, spec.relpath, MODEL_FILE))]
+    if untrained:
+        deadline.check(0.0, "training")
     trained = dict(zip(map(id, untrained), train_group(untrained, out, progress, options))) if untrained else {}
-    results = []
+    results, evaluation_seconds = [], 0.0
     for spec in specs:
         result_path = os.path.join(out, spec.relpath, RESULT_FILE)
         if os.path.exists(result_path):
             with open(result_path) as file:
                 results.append(json.load(file))
             continue
+        # a run's evaluation is not checkpointed: start it only where the longest one so far still fits
+        deadline.check(1.5 * evaluation_seconds, f"the evaluation of {spec.name}")
         training = trained.get(id(spec)) or _trained_earlier(os.path.join(out, spec.relpath), spec)
         results.append(_evaluate_and_write(spec, out, progress, options, training))
+        evaluation_seconds = max(evaluation_seconds, results[-1]["eval_seconds"])
     return results
 
 

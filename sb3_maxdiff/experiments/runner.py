@@ -6,7 +6,9 @@ skipping the runs already finished on disk, so that a killed sweep resumes where
 
 With ``--batch-seeds`` the seeds of each NN-MPPI / MaxDiff cell train together in one process, as the
 independent agents of one model (one batched rollout and one batched update per step), and write the same
-per-seed files as separate runs; SAC and single-shot cells run one seed per process as usual.
+per-seed files as separate runs; SAC and single-shot cells run one seed per process as usual. With
+``--batch-cells`` the runs of every NN-MPPI / MaxDiff cell that can share one model train together: the
+MaxDiff agents of several alphas and the NN-MPPI agents (alpha 0, control term on) of one body.
 """
 
 import argparse
@@ -16,14 +18,21 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
-from sb3_maxdiff.experiments.arguments import gpu_share, non_negative_int, positive_int
+from sb3_maxdiff.experiments.arguments import duration_seconds, gpu_share, non_negative_int, positive_int
 from sb3_maxdiff.experiments.execution import ExecutionOptions, execute_group, group_runs
 from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, get_budget
 from sb3_maxdiff.experiments.specs import RESULT_FILE, RunSpec, build_specs, is_finished
+from sb3_maxdiff.experiments.training import TimeLimitReached
+
+# exit status of ``run``: 0 every run finished; 1 a run failed (error.txt in its folder); 3 runs were stopped before
+# --time-limit, their training checkpointed: the same command resumes them
+EXIT_FAILED = 1
+EXIT_TIME_LIMIT = 3
 
 
 def _init_worker(counter: Any) -> None:
@@ -38,6 +47,8 @@ def _local_task(specs: list[RunSpec], out: str, options: ExecutionOptions) -> li
     """One run, or the seeds of one cell batched in this process."""
     try:
         return execute_group(specs, out, _worker_counter, options)
+    except TimeLimitReached:
+        raise  # not a failure: what was done is on disk, and the same command resumes it
     except Exception:
         text = traceback.format_exc()
         for spec in specs:
@@ -75,6 +86,12 @@ class ProgressDisplay:
     def run_finished(self, spec: RunSpec, message: str) -> None:
         self.finished += 1
         line = f"[{self.finished}/{self.total_runs}] {spec.name}: {message}"
+        if self.bar is not None:
+            self.bar.write(line)
+        else:
+            print(line, flush=True)
+
+    def note(self, line: str) -> None:
         if self.bar is not None:
             self.bar.write(line)
         else:
@@ -122,6 +139,9 @@ def _report_outcome(future: Future, group: list[RunSpec], display: ProgressDispl
     if error is None:
         for spec, result in zip(group, future.result()):
             display.run_finished(spec, _summary(result))
+        return
+    if isinstance(error, TimeLimitReached):
+        display.note(f"{', '.join(spec.name for spec in group)}: {error}")
         return
     for spec in group:
         failed.append(spec)
@@ -208,6 +228,7 @@ def run_specs(
     ray_address: str | None = None,
     batch_seeds: bool = False,
     gpus_per_run: float | None = None,
+    batch_cells: bool = False,
 ) -> tuple[list[RunSpec], list[RunSpec]]:
     """
     Run the unfinished ``specs``; returns (those skipped as already finished, those that failed).
@@ -215,6 +236,8 @@ def run_specs(
     :param options: how the runs execute (torch threads per run, CUDA graphs); not part of a run's spec, so a run
         started under some options may be resumed under others
     :param batch_seeds: train the seeds of each NN-MPPI / MaxDiff cell together in one process (local runs only)
+    :param batch_cells: train the runs of all NN-MPPI / MaxDiff cells that can share one model together (local runs
+        only; see :func:`~sb3_maxdiff.experiments.execution.group_runs`)
     :param gpus_per_run: GPUs each run asks Ray for (Ray runs only; see :func:`run_ray`)
     """
     skipped = [spec for spec in specs if is_finished(out, spec)]
@@ -222,13 +245,13 @@ def run_specs(
     if not todo:
         return skipped, []
     if ray_address is not None:
-        if batch_seeds:
-            raise ValueError("batch_seeds runs locally; leave out ray_address (or batch_seeds)")
+        if batch_seeds or batch_cells:
+            raise ValueError("batch_seeds and batch_cells run locally; leave out ray_address (or the batching)")
         return skipped, run_ray(todo, out, ray_address, options, gpus_per_run)
     if gpus_per_run is not None:
         raise ValueError("gpus_per_run is a Ray resource request; give ray_address too (or leave gpus_per_run out)")
     options = options or ExecutionOptions()
-    groups = group_runs(todo, batch_seeds)
+    groups = group_runs(todo, batch_seeds, batch_cells)
     jobs = jobs or max(1, (os.cpu_count() or 1) // options.threads)
     return skipped, run_local(groups, out, min(jobs, len(groups)), options)
 
@@ -273,11 +296,27 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         action="store_true",
         help="train the seeds of each NN-MPPI / MaxDiff cell in one process, as independent agents (not with Ray)",
     )
+    parser.add_argument(
+        "--batch-cells",
+        action="store_true",
+        help="train the runs of all NN-MPPI / MaxDiff cells that can share one model (one body; MaxDiff agents of "
+        "several alphas, NN-MPPI agents) in one process, as independent agents (not with Ray)",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=duration_seconds,
+        default=None,
+        help="stop before this much time has passed (minutes, or e.g. 2h, 1h30m, 45m): training writes a checkpoint "
+        "and no evaluation starts that would not end in time; exit status 3 says runs are left, and the same command "
+        "resumes them (for cluster jobs and lent GPUs)",
+    )
     parser.add_argument("--list", action="store_true", help="print the runs and whether they are finished, and stop")
     args = parser.parse_args(argv)
 
     if args.batch_seeds and args.ray_address is not None:
         parser.error("--batch-seeds runs locally; leave out --ray-address")
+    if args.batch_cells and args.ray_address is not None:
+        parser.error("--batch-cells runs locally; leave out --ray-address")
     if args.gpus_per_run is not None and args.ray_address is None:
         parser.error("--gpus-per-run is a request to Ray: use it with --ray-address")
     if args.cuda_graph and not args.device.startswith("cuda"):
@@ -291,12 +330,21 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         for spec in specs:
             print(f"{'done' if is_finished(args.out, spec) else 'todo'}  {spec.relpath}")
         return 0
-    options = ExecutionOptions(threads=args.threads, cuda_graph=args.cuda_graph)
-    skipped, failed = run_specs(specs, args.out, args.jobs, options, args.ray_address, args.batch_seeds, args.gpus_per_run)
-    done = len(specs) - len(failed)
+    deadline = None if args.time_limit is None else time.time() + args.time_limit
+    if deadline is not None and args.ray_address is not None:
+        parser.error("--time-limit stops local runs (Ray restarts a stopped task from scratch); leave out --ray-address")
+    options = ExecutionOptions(threads=args.threads, cuda_graph=args.cuda_graph, deadline=deadline)
+    skipped, failed = run_specs(
+        specs, args.out, args.jobs, options, args.ray_address, args.batch_seeds, args.gpus_per_run, args.batch_cells
+    )
+    done = sum(is_finished(args.out, spec) for spec in specs)
     print(
         f"{done}/{len(specs)} runs finished ({len(skipped)} were already on disk), {len(failed)} failed; results in {args.out}"
     )
     if failed:
         print("failed: " + "; ".join(spec.name for spec in failed), file=sys.stderr)
-    return 1 if failed else 0
+        return EXIT_FAILED
+    if done < len(specs):
+        print(f"{len(specs) - done} runs stopped before the time limit; run the same command again to resume them")
+        return EXIT_TIME_LIMIT
+    return 0

@@ -14,6 +14,8 @@ is seeded with seed i.
 import copy
 import dataclasses
 import glob
+import hashlib
+import inspect
 import json
 import os
 import time
@@ -40,6 +42,7 @@ from sb3_maxdiff.experiments.specs import (
     read_resumes,
     write_json,
 )
+from sb3_maxdiff.maxdiff.maxdiff import MaxDiffMPPI
 from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 
 
@@ -51,10 +54,13 @@ class ExecutionOptions:
 
     :param threads: torch threads per process
     :param cuda_graph: NN-MPPI and MaxDiff plan with CUDA graphs (on a CUDA device)
+    :param deadline: the time (``time.time()``) by which a run stops: it writes a checkpoint and raises
+        :class:`TimeLimitReached` before it (see :class:`Deadline`); None: no limit
     """
 
     threads: int = 1
     cuda_graph: bool = False
+    deadline: float | None = None
 
     def model_kwargs(self, algo: type) -> dict[str, Any]:
         """
@@ -62,6 +68,46 @@ class ExecutionOptions:
         had): ``cuda_graph`` for the model-based methods (SAC has no planner to capture).
         """
         return {"cuda_graph": self.cuda_graph} if issubclass(algo, NNMPPI) else {}
+
+
+class TimeLimitReached(Exception):
+    """A run stopped before the time limit, its training checkpointed: the same command resumes it."""
+
+
+class Deadline:
+    """
+    When to stop before a time limit. Training stops at the end of an episode if the next one might not end before
+    the limit (the longest stretch between two episode ends seen so far, times 1.5, plus twice the time a checkpoint
+    took to write), and at any step once only the time to write a checkpoint is left.
+
+    :param at: the limit, as ``time.time()``; None: never stop
+    """
+
+    MARGIN_SECONDS = 10.0
+
+    def __init__(self, at: float | None):
+        self.at = at
+        self.longest_gap = 0.0
+        self.save_seconds = 0.0
+        self.last_end = time.time()
+
+    def left(self) -> float:
+        return float("inf") if self.at is None else self.at - time.time()
+
+    def episode_ended(self) -> bool:
+        """Note an episode end; whether training should stop here."""
+        now = time.time()
+        self.longest_gap, self.last_end = max(self.longest_gap, now - self.last_end), now
+        return self.left() < 1.5 * self.longest_gap + self.reserve()
+
+    def reserve(self) -> float:
+        """Time kept to write a checkpoint."""
+        return 2.0 * self.save_seconds + self.MARGIN_SECONDS
+
+    def check(self, needed: float, what: str) -> None:
+        """Raise :class:`TimeLimitReached` unless ``needed`` seconds are left for ``what``."""
+        if self.left() < needed + self.MARGIN_SECONDS:
+            raise TimeLimitReached(f"stopped before the time limit: {what} ({needed:.0f} s) would not end before it")
 
 
 class Trained(NamedTuple):
@@ -89,10 +135,91 @@ def is_batchable(spec: RunSpec) -> bool:
     return not spec.single_shot and issubclass(get_algo(spec.method), NNMPPI)
 
 
+# what agents of one batch may each have of their own (MaxDiff and NN-MPPI agents plan with one planner: NN-MPPI is
+# alpha 0 with the control term on), and the path entropy's settings, which only MaxDiff agents have
+PER_AGENT_KWARGS = ("alpha", "control_cost")
+ENTROPY_KWARGS = ("explr_dims", "explr_weights", "window", "entropy_method", "entropy_top_m")
+
+
+def batch_key(spec: RunSpec) -> str:
+    """
+    What runs must share to train in one batch (``--batch-cells``): everything but the setting, method and seed,
+    and but the keyword arguments an agent may have of its own or that only MaxDiff has.
+    """
+    shared = {key: value for key, value in spec.algo_kwargs.items() if key not in (*PER_AGENT_KWARGS, *ENTROPY_KWARGS)}
+    return json.dumps({**spec.to_json(), "setting": "", "method": "", "seed": -1, "algo_kwargs": shared}, sort_keys=True)
+
+
+def _entropy_kwargs(spec: RunSpec) -> str | None:
+    """The path entropy's settings of a MaxDiff run (None for NN-MPPI, which has none)."""
+    if not issubclass(get_algo(spec.method), MaxDiffMPPI):
+        return None
+    return json.dumps({key: spec.algo_kwargs.get(key) for key in ENTROPY_KWARGS}, sort_keys=True)
+
+
+def split_by_entropy(group: list[RunSpec]) -> list[list[RunSpec]]:
+    """
+    A group of runs split so that the MaxDiff runs of each part share their path entropy's settings (one model has
+    one); the NN-MPPI runs go with the first part.
+    """
+    parts: dict[str | None, list[RunSpec]] = {}
+    for spec in group:
+        parts.setdefault(_entropy_kwargs(spec), []).append(spec)
+    if len(parts) <= 1 or None not in parts:
+        return list(parts.values())
+    nnmppi = parts.pop(None)
+    first = next(iter(parts))
+    parts[first] = [spec for spec in group if spec in nnmppi or spec in parts[first]]
+    return list(parts.values())
+
+
+def is_mixed(specs: list[RunSpec]) -> bool:
+    """Whether a batch holds runs of several cells (``--batch-cells``), not only the seeds of one."""
+    return len({(spec.setting, spec.method) for spec in specs}) > 1
+
+
+def batch_algo(specs: list[RunSpec]) -> type:
+    """The algorithm a batch trains with: MaxDiff where a MaxDiff run is in it (its NN-MPPI agents plan with alpha 0)."""
+    algos = [get_algo(spec.method) for spec in specs]
+    return next((algo for algo in algos if issubclass(algo, MaxDiffMPPI)), algos[0]) if is_mixed(specs) else algos[0]
+
+
+def batch_kwargs(specs: list[RunSpec]) -> dict[str, Any]:
+    """
+    The keyword arguments of a batch's model: those of its runs, with ``alpha`` and ``control_cost`` given per agent
+    where the runs differ in them (an NN-MPPI run's agent: alpha 0, its own control-cost setting).
+    """
+    algo = batch_algo(specs)
+    first = next(spec for spec in specs if get_algo(spec.method) is algo)
+    kwargs = copy.deepcopy(first.algo_kwargs)
+    if not is_mixed(specs):
+        return kwargs
+    for name in PER_AGENT_KWARGS:
+        if name not in inspect.signature(algo).parameters:
+            continue
+        values = [_own_value(spec, name) for spec in specs]
+        kwargs[name] = values if any(value != values[0] for value in values) else values[0]
+    return kwargs
+
+
+def _own_value(spec: RunSpec, name: str) -> Any:
+    """A run's ``alpha`` or ``control_cost``: its keyword argument, else its algorithm's default (NN-MPPI: alpha 0)."""
+    if name in spec.algo_kwargs:
+        return copy.deepcopy(spec.algo_kwargs[name])
+    parameters = inspect.signature(get_algo(spec.method)).parameters
+    return parameters[name].default if name in parameters else 0.0
+
+
 def batch_dir(out: str, specs: list[RunSpec]) -> str:
-    """Where a batch of seeds keeps its checkpoints: ``<cell>/batch_<seeds>/``."""
-    cell = os.path.dirname(os.path.join(out, specs[0].relpath))
-    return os.path.join(cell, "batch_" + "-".join(str(spec.seed) for spec in specs))
+    """
+    Where a batch keeps its checkpoints: ``<cell>/batch_<seeds>/`` for the seeds of one cell; for several cells,
+    ``<preset>/<budget>/batch_cells_<digest of the runs' folders>/``, with the list of its runs in ``runs.json``.
+    """
+    if not is_mixed(specs):
+        cell = os.path.dirname(os.path.join(out, specs[0].relpath))
+        return os.path.join(cell, "batch_" + "-".join(str(spec.seed) for spec in specs))
+    digest = hashlib.md5("\n".join(spec.relpath for spec in specs).encode()).hexdigest()[:10]
+    return os.path.join(out, specs[0].preset, specs[0].budget, f"batch_cells_{digest}")
 
 
 def make_env(env_id: str, spec: RunSpec) -> gym.Env:
@@ -213,13 +340,26 @@ def _ergodicity_logger(run_dir: str, spec: RunSpec, env_index: int, steps_before
 
 
 class _GroupHook(BaseCallback):
-    """Progress, each run's episode count and the group's checkpoints (when an episode ends)."""
+    """
+    Progress, each run's episode count and the group's checkpoints (when an episode ends, and when training stops
+    before the time limit: at an episode end where it can, at any step where it must).
+    """
 
-    def __init__(self, directory: str, every: int, progress: Progress, episodes: list[int], ergodicity: list):
+    def __init__(
+        self,
+        directory: str,
+        every: int,
+        progress: Progress,
+        episodes: list[int],
+        ergodicity: list,
+        deadline: Deadline | None = None,
+    ):
         super().__init__()
         self.directory, self.every, self.progress = directory, every, progress
         self.episodes, self.ergodicity = episodes, ergodicity
+        self.deadline = deadline or Deadline(None)
         self.last_checkpoint = 0
+        self.stopped = False
 
     @property
     def agent_steps(self) -> int:
@@ -234,27 +374,41 @@ class _GroupHook(BaseCallback):
         dones = self.locals["dones"]
         for index, done in enumerate(dones):
             self.episodes[index] += int(done)
+        if self.deadline.at is not None:
+            ended = dones.any() and self.deadline.episode_ended()
+            if ended or self.deadline.left() < self.deadline.reserve():
+                self._checkpoint()
+                self.stopped = True
+                return False
         if self.every and dones.any() and self.agent_steps - self.last_checkpoint >= self.every:
-            visited = [sorted(logger.visited) if logger is not None else [] for logger in self.ergodicity]
-            save_checkpoint(self.directory, self.model, list(self.episodes), visited)
-            self.last_checkpoint = self.agent_steps
+            self._checkpoint()
         return True
+
+    def _checkpoint(self) -> None:
+        start = time.time()
+        visited = [sorted(logger.visited) if logger is not None else [] for logger in self.ergodicity]
+        save_checkpoint(self.directory, self.model, list(self.episodes), visited)
+        self.last_checkpoint = self.agent_steps
+        self.deadline.save_seconds = max(self.deadline.save_seconds, time.time() - start)
 
 
 # ----------------------------------------------------------------------------------------------- training
 
 
-def _new_model(spec: RunSpec, env: Any, options: ExecutionOptions, **extra: Any) -> Any:
-    """A fresh model of ``spec``'s method with its keyword arguments (a copy: SB3 writes into ``policy_kwargs``)."""
-    algo = get_algo(spec.method)
-    kwargs = {**copy.deepcopy(spec.algo_kwargs), **options.model_kwargs(algo), **extra}
-    return algo("MlpPolicy", env, seed=spec.seed, device=spec.device, **kwargs)
+def _new_model(specs: list[RunSpec], env: Any, options: ExecutionOptions, **extra: Any) -> Any:
+    """
+    A fresh model for the runs ``specs`` (one, or a batch) with their keyword arguments (a copy: SB3 writes into
+    ``policy_kwargs``), seeded with the first run's seed.
+    """
+    algo = batch_algo(specs)
+    kwargs = {**batch_kwargs(specs), **options.model_kwargs(algo), **extra}
+    return algo("MlpPolicy", env, seed=specs[0].seed, device=specs[0].device, **kwargs)
 
 
 def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, options: ExecutionOptions) -> tuple:
     """The model to train (fresh, or the latest checkpoint with its replay buffer), its agent steps, episodes, cells."""
     first, batched = specs[0], len(specs) > 1
-    algo = get_algo(first.method)
+    algo = batch_algo(specs)
     resume = os.path.exists(os.path.join(directory, CHECKPOINT_FILE)) and all(
         os.path.exists(os.path.join(run_dir, MONITOR_FILE)) for run_dir in run_dirs
     )
@@ -274,7 +428,7 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
             if os.path.exists(os.path.join(run_dir, RESUMES_FILE)):
                 os.remove(os.path.join(run_dir, RESUMES_FILE))
         env = _training_env(specs, run_dirs, resume=False)
-        model = _new_model(first, env, options, **({"independent_agents": True} if batched else {}))
+        model = _new_model(specs, env, options, **({"independent_agents": True} if batched else {}))
         done, episodes, visited = 0, [0] * len(specs), [[] for _ in specs]
     if batched or done:  # a resumed run continues on seeds of its own; a batch's environments follow their seeds
         model.set_random_seed(first.seed + done)
@@ -283,12 +437,19 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
 
 def _train_single_shot(spec: RunSpec, run_dir: str, progress: Progress, options: ExecutionOptions) -> Trained:
     start = time.perf_counter()
-    model = _new_model(spec, make_env(spec.env_id, spec), options)
+    model = _new_model([spec], make_env(spec.env_id, spec), options)
     hook = _GroupHook(run_dir, 0, progress, [0], [None])
     single = learn_single_shot(model, spec.steps, spec.window, os.path.join(run_dir, WINDOWS_FILE), [hook])
     model.save(os.path.join(run_dir, MODEL_FILE))
     info = {"resumed_from_steps": 0, "window_returns": single.window_returns, "final_distance": single.final_distance}
     return Trained({**info, "train_seconds": time.perf_counter() - start}, model)
+
+
+def _agent_as_run(model: Any, index: int, spec: RunSpec) -> Any:
+    """Agent ``index`` of a batch as a model of ``spec``'s method (an NN-MPPI agent of a MaxDiff batch as an NNMPPI)."""
+    if isinstance(model, MaxDiffMPPI) and not issubclass(get_algo(spec.method), MaxDiffMPPI):
+        return model.agent(index, as_nnmppi=True)
+    return model.agent(index)
 
 
 def train_group(specs: list[RunSpec], out: str, progress: Progress, options: ExecutionOptions) -> list[Trained]:
@@ -306,24 +467,35 @@ def train_group(specs: list[RunSpec], out: str, progress: Progress, options: Exe
     batched = len(specs) > 1
     directory = batch_dir(out, specs) if batched else run_dirs[0]
     os.makedirs(directory, exist_ok=True)
+    if is_mixed(specs):
+        write_json(os.path.join(directory, "runs.json"), [spec.relpath for spec in specs])
     model, done, episodes, visited = _build_or_resume(specs, run_dirs, directory, options)
     ergodicity = [
         _ergodicity_logger(run_dir, spec, index, done, cells)
         for index, (run_dir, spec, cells) in enumerate(zip(run_dirs, specs, visited))
     ]
-    hook = _GroupHook(directory, specs[0].checkpoint_every, progress, list(episodes), ergodicity)
+    hook = _GroupHook(directory, specs[0].checkpoint_every, progress, list(episodes), ergodicity, Deadline(options.deadline))
     # the diagnostics see an episode's end before the checkpoint is written
     callbacks = [logger for logger in ergodicity if logger is not None] + [hook]
     model.learn(len(specs) * (specs[0].steps - done), callback=callbacks, reset_num_timesteps=done == 0)
+    if hook.stopped:
+        raise TimeLimitReached(
+            f"stopped before the time limit at {hook.agent_steps} of {specs[0].steps} steps per agent, checkpoint in "
+            f"{directory}"
+        )
     info = {"train_seconds": time.perf_counter() - start, "resumed_from_steps": done}
     if not batched:
         model.save(os.path.join(run_dirs[0], MODEL_FILE))
         remove_checkpoints(directory)
         return [Trained(info, model)]
     info["batched_seeds"] = [spec.seed for spec in specs]
-    for index, run_dir in enumerate(run_dirs):
-        model.agent(index).save(os.path.join(run_dir, MODEL_FILE))
+    if is_mixed(specs):
+        info["batched_runs"] = [spec.name for spec in specs]
+    for index, (spec, run_dir) in enumerate(zip(specs, run_dirs)):
+        _agent_as_run(model, index, spec).save(os.path.join(run_dir, MODEL_FILE))
         write_json(os.path.join(run_dir, BATCH_FILE), info)
     remove_checkpoints(directory)
+    for path in glob.glob(os.path.join(directory, "*.json")):
+        os.remove(path)
     os.rmdir(directory)
     return [Trained(info) for _ in specs]

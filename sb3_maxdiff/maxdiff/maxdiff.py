@@ -5,13 +5,18 @@ MaxDiff RL with an MPPI planner: NN-MPPI whose sample scores carry the path-entr
 Nature Machine Intelligence 2024, https://doi.org/10.1038/s42256-024-00829-3
 """
 
+import numbers
 from typing import Any, TypeVar
 
+import numpy as np
+import torch as th
 from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.type_aliases import MaybeCallback
 
 from sb3_maxdiff.common.entropy import PathEntropy, make_path_entropy
+from sb3_maxdiff.common.mppi import check_flag
 from sb3_maxdiff.common.schedules import AlphaSchedule, alpha_value, as_alpha_schedule
+from sb3_maxdiff.common.utils import is_per_agent
 from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 
 SelfMaxDiffMPPI = TypeVar("SelfMaxDiffMPPI", bound="MaxDiffMPPI")
@@ -29,7 +34,9 @@ class MaxDiffMPPI(NNMPPI):
     :param alpha: weight of the path entropy: a float >= 0, a :class:`~sb3_maxdiff.StepSchedule`
         over environment steps (e.g. ``StepSchedule([0.5, 5.0], [1000])`` as in the point-mass runs),
         an SB3 schedule of the remaining progress, or ``{"values": [...], "boundaries": [...]}`` (a
-        StepSchedule written in YAML)
+        StepSchedule written in YAML). With ``independent_agents=True``, a list of these gives each agent its
+        own (one per environment): a sweep over alpha trains as one batch. An agent with alpha 0 and
+        ``control_cost=True`` plans exactly as an NN-MPPI agent (see :meth:`agent`)
     :param explr_dims: observation indices of the exploration dims (None: all)
     :param explr_weights: weight of each exploration dim (None: ones)
     :param window: False: one covariance over the horizon; True: mean over windows of
@@ -37,7 +44,8 @@ class MaxDiffMPPI(NNMPPI):
     :param entropy_method: "logdet" (the paper), "top_eigs" (sum of the logs of the ``entropy_top_m``
         leading eigenvalues) or "log_trace"
     :param entropy_top_m: number of eigenvalues for "top_eigs" (default: all exploration dims)
-    :param control_cost: add the NN-MPPI control term to the scores (off in the published MaxDiff runs)
+    :param control_cost: add the NN-MPPI control term to the scores (off in the published MaxDiff runs); a list
+        of bools gives each independent agent its own
     :param kwargs: every other parameter of :class:`NNMPPI` (horizon, n_samples, temperature, ...)
     """
 
@@ -45,19 +53,26 @@ class MaxDiffMPPI(NNMPPI):
         self,
         policy: Any = "MlpPolicy",
         env: Any = None,
-        alpha: AlphaSchedule = 5.0,
+        alpha: AlphaSchedule | list[AlphaSchedule] = 5.0,
         explr_dims: list[int] | None = None,
         explr_weights: list[float] | None = None,
         window: bool | int = False,
         entropy_method: str = "logdet",
         entropy_top_m: int | None = None,
-        control_cost: bool = False,
+        control_cost: bool | list[bool] = False,
         _init_setup_model: bool = True,
         **kwargs: Any,
     ):
-        alpha = as_alpha_schedule(alpha)
-        alpha_value(alpha, 0, 1.0)  # raises on a negative alpha
+        if is_per_agent(alpha):
+            if len(alpha) == 0:
+                raise ValueError("alpha as a list must hold one value per independent agent, got []")
+            alpha = [as_alpha_schedule(value) for value in alpha]
+        else:
+            alpha = as_alpha_schedule(alpha)
+        for value in alpha if is_per_agent(alpha) else [alpha]:
+            alpha_value(value, 0, 1.0)  # raises on a negative alpha
         self.alpha = alpha
+        self._alpha_shown: list[float] | None = None
         self.explr_dims = None if explr_dims is None else list(explr_dims)
         self.explr_weights = None if explr_weights is None else list(explr_weights)
         self.window = window
@@ -78,15 +93,65 @@ class MaxDiffMPPI(NNMPPI):
             top_m=self.entropy_top_m,
         )
 
+    # the parameters MaxDiff adds to NN-MPPI's: an agent taken out as an NNMPPI leaves them behind
+    _ENTROPY_PARAMETERS = ("alpha", "explr_dims", "explr_weights", "window", "entropy_method", "entropy_top_m")
+
+    def _per_agent_settings(self) -> dict[str, list]:
+        return {**super()._per_agent_settings(), **({"alpha": self.alpha} if is_per_agent(self.alpha) else {})}
+
+    def _current_alpha(self) -> list[float]:
+        """The weight of the path entropy now, one per agent where each has its own (a StepSchedule counts each
+        agent's own steps)."""
+        schedules = self.alpha if is_per_agent(self.alpha) else [self.alpha]
+        return [alpha_value(schedule, self.agent_timesteps, self._current_progress_remaining) for schedule in schedules]
+
+    def _set_alpha(self) -> list[float]:
+        """
+        Write the current alpha into the policy's buffer: one value by ``fill_`` (no host-device copy); one per agent
+        copied to the device only when they changed (a copy from the host waits for the device).
+        """
+        values, buffer = self._current_alpha(), self.policy.entropy_bonus.alpha
+        if not is_per_agent(self.alpha):
+            buffer.fill_(values[0])
+        elif values != self._alpha_shown:
+            buffer.copy_(th.tensor(values, dtype=buffer.dtype))
+            self._alpha_shown = values
+        return values
+
+    def set_parameters(self, *args: Any, **kwargs: Any) -> None:
+        super().set_parameters(*args, **kwargs)
+        self._alpha_shown = None  # the loaded buffer may hold other values than those last written
+
     def _setup_model(self) -> None:
         super()._setup_model()
-        self.policy.entropy_bonus.alpha.fill_(alpha_value(self.alpha, self.agent_timesteps, self._current_progress_remaining))
+        self._alpha_shown = None
+        self._set_alpha()
 
     def _update_planner_parameters(self) -> None:
-        # a StepSchedule counts each agent's own steps
-        value = alpha_value(self.alpha, self.agent_timesteps, self._current_progress_remaining)
-        self.policy.entropy_bonus.alpha.fill_(value)
-        self.logger.record("train/alpha", value)
+        values = self._set_alpha()
+        self.logger.record("train/alpha", float(np.mean(values)))
+        if len(values) > 1:
+            for index, value in enumerate(values):
+                self.logger.record(f"train/alpha_agent_{index}", value)
+
+    def agent(self, index: int, as_nnmppi: bool = False) -> Any:
+        """
+        Agent ``index`` of an ``independent_agents=True`` model as a model of its own (see :meth:`NNMPPI.agent`),
+        with its own alpha and control-cost flag.
+
+        :param as_nnmppi: return it as an :class:`NNMPPI` (for an agent of a mixed batch with alpha 0 and the
+            control term on, which plans exactly as NN-MPPI), so that it saves and loads as one
+        """
+        if not check_flag("as_nnmppi", as_nnmppi):
+            return super().agent(index)
+        settings = {"alpha": 0.0, "control_cost": self.control_cost, **self._agent_settings(index)}
+        alpha = settings["alpha"]
+        if not (isinstance(alpha, numbers.Real) and alpha == 0.0 and settings["control_cost"] is True):
+            raise ValueError(
+                f"as_nnmppi=True takes an agent that plans as NN-MPPI (alpha 0, control_cost True); agent {index} has "
+                f"alpha {alpha!r} and control_cost {settings['control_cost']!r}"
+            )
+        return self.agents.extract(self, index, NNMPPI, drop=self._ENTROPY_PARAMETERS)
 
     def learn(
         self: SelfMaxDiffMPPI,
@@ -98,3 +163,6 @@ class MaxDiffMPPI(NNMPPI):
         progress_bar: bool = False,
     ) -> SelfMaxDiffMPPI:
         return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "_alpha_shown"]

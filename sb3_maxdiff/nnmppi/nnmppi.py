@@ -29,7 +29,14 @@ from sb3_maxdiff.common.entropy import PathEntropy
 from sb3_maxdiff.common.mppi import PlannerSettings, check_flag, check_positive
 from sb3_maxdiff.common.optimizers import model_updates
 from sb3_maxdiff.common.training_stats import TrainingStats
-from sb3_maxdiff.common.utils import check_choice, check_spaces, flushing_denormals, split_policy_and_env
+from sb3_maxdiff.common.utils import (
+    check_choice,
+    check_per_agent,
+    check_spaces,
+    flushing_denormals,
+    is_per_agent,
+    split_policy_and_env,
+)
 from sb3_maxdiff.nnmppi.policies import MlpPolicy, MPPIPolicy
 
 SelfNNMPPI = TypeVar("SelfNNMPPI", bound="NNMPPI")
@@ -64,7 +71,8 @@ class NNMPPI(OffPolicyAlgorithm):
     :param n_samples: sampled action sequences K per environment
     :param temperature: MPPI temperature lambda (> 0)
     :param noise_std: std sigma of the sampling noise (> 0); 0.3 in every published run
-    :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the sample scores (as published)
+    :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the sample scores (as published);
+        with independent agents, a list of bools gives each agent its own (one per environment)
     :param action_semantics: ``"bounded"``: sampled actions are clipped to the action bounds before the
         rollout, so the model is only asked about executable actions. ``"authors"``: as published, the raw
         planner action is stored and sent to the env, which applies it as it is (``PointMassUnbounded``) or
@@ -110,7 +118,7 @@ class NNMPPI(OffPolicyAlgorithm):
         n_samples: int = 500,
         temperature: float = 0.5,
         noise_std: float = 0.3,
-        control_cost: bool = True,
+        control_cost: bool | list[bool] = True,
         action_semantics: str = "bounded",
         warmup_actions: str = "random",
         independent_agents: bool = False,
@@ -134,7 +142,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self.n_samples = n_samples
         self.temperature = temperature
         self.noise_std = noise_std
-        self.control_cost = control_cost
+        self.control_cost = list(control_cost) if is_per_agent(control_cost) else control_cost
         self.action_semantics = action_semantics
         self.planner_dtype = planner_dtype
         _ = self.planner_settings  # made, and so checked, before SB3's setup: this error comes first
@@ -189,10 +197,22 @@ class NNMPPI(OffPolicyAlgorithm):
             n_samples=self.n_samples,
             temperature=self.temperature,
             noise_std=self.noise_std,
-            control_cost=self.control_cost,
+            control_cost=tuple(self.control_cost) if is_per_agent(self.control_cost) else self.control_cost,
             clip_samples=self.action_semantics == "bounded",
             dtype=self.planner_dtype,
         )
+
+    def _per_agent_settings(self) -> dict[str, list]:
+        """The settings given per agent (lists, one entry per independent agent), by name."""
+        return {"control_cost": self.control_cost} if is_per_agent(self.control_cost) else {}
+
+    def _check_per_agent_settings(self) -> None:
+        for name, values in self._per_agent_settings().items():
+            check_per_agent(name, values, self.independent_agents, self.n_envs)
+
+    def _agent_settings(self, index: int) -> dict[str, Any]:
+        """Agent ``index``'s own value of each per-agent setting, for :meth:`agent`."""
+        return {name: values[index] for name, values in self._per_agent_settings().items()}
 
     @property
     def agent_timesteps(self) -> int:
@@ -202,6 +222,7 @@ class NNMPPI(OffPolicyAlgorithm):
     def _setup_model(self) -> None:
         check_spaces(self.observation_space, self.action_space)
         check_agent_env(self.independent_agents, self.n_agents, self.n_envs, self._vec_normalize_env)
+        self._check_per_agent_settings()
         self.n_agents = self.n_envs if self.independent_agents else None
         self.agents = make_agents(self.n_agents)
         self._stats = TrainingStats()

@@ -50,7 +50,7 @@ class MPPIPolicy(BasePolicy):
     :param lr_schedule: learning rate schedule of the model optimizer
     :param planner_settings: the planner's settings (the algorithm forwards its own; default: PlannerSettings())
     :param path_entropy: the MaxDiff path entropy, weighted by ``alpha`` (a buffer of the policy's
-        :class:`EntropyBonus`, set by the algorithm's schedule); None for NN-MPPI
+        :class:`EntropyBonus`, set by the algorithm's schedule, one per agent for batched agents); None for NN-MPPI
     :param net_arch: hidden layers of the dynamics and reward networks
     :param activation_fn: activation of the hidden layers
     :param optimizer_class: model optimizer
@@ -109,7 +109,7 @@ class MPPIPolicy(BasePolicy):
         self._graphs = GraphedPlanning()
         obs_dim, action_dim = int(np.prod(observation_space.shape)), int(action_space.shape[0])  # type: ignore[arg-type,index]
         # the weight of the path entropy lives with it, a buffer of this policy (moved and saved with it)
-        self.entropy_bonus = None if path_entropy is None else EntropyBonus(path_entropy)
+        self.entropy_bonus = None if path_entropy is None else EntropyBonus(path_entropy, n_agents=n_agents)
         self.planner = MPPIPlanner(action_dim, self.planner_settings, self.entropy_bonus)
         model_args = dict(net_arch=self.net_arch, activation_fn=activation_fn, reward_discount=reward_discount)
         self.model: DynamicsRewardModel
@@ -165,7 +165,7 @@ class MPPIPolicy(BasePolicy):
 
     @property
     def alpha(self) -> th.Tensor | None:
-        """The current weight of the path entropy (MaxDiff), None for NN-MPPI."""
+        """The current weight of the path entropy (MaxDiff; shape (N,) for N batched agents), None for NN-MPPI."""
         return None if self.entropy_bonus is None else self.entropy_bonus.alpha
 
     def __getstate__(self) -> dict:
@@ -177,6 +177,10 @@ class MPPIPolicy(BasePolicy):
         alpha = state_dict.pop(prefix + "alpha", None)
         if alpha is not None and self.entropy_bonus is not None:
             state_dict[prefix + "entropy_bonus.alpha"] = alpha
+        # batched agents of earlier versions shared one alpha (shape ()); each agent now has its own
+        key = prefix + "entropy_bonus.alpha"
+        if self.entropy_bonus is not None and key in state_dict and state_dict[key].dim() < self.entropy_bonus.alpha.dim():
+            state_dict[key] = state_dict[key].expand_as(self.entropy_bonus.alpha).clone()
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def warn_nonfinite(self, n_nonfinite: float) -> None:

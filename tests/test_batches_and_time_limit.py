@@ -1,0 +1,158 @@
+"""The runner's batches of several cells (``--batch-cells``) and its stop before a time limit (``--time-limit``)."""
+
+import argparse
+import json
+import os
+
+import pytest
+from test_experiment_runner import _monitor_rows, _result
+
+from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
+from sb3_maxdiff.experiments.__main__ import main as experiments_main
+from sb3_maxdiff.experiments.arguments import duration_seconds
+from sb3_maxdiff.experiments.execution import ExecutionOptions, execute_group, group_runs
+from sb3_maxdiff.experiments.runner import EXIT_TIME_LIMIT
+from sb3_maxdiff.experiments.specs import RunSpec, build_specs, is_finished
+from sb3_maxdiff.experiments.training import Deadline, TimeLimitReached, batch_dir, batch_kwargs
+
+
+def test_batch_cells_groups_the_cells_that_can_share_one_model():
+    specs = build_specs("point-mass-beta", "smoke", range(2), settings=["beta=1", "beta=0.01"])
+    groups = group_runs(specs, batch_cells=True)
+    batches = [group for group in groups if len(group) > 1]
+    # one batch per body (MaxDiff and NN-MPPI, both seeds), SAC one run per process
+    assert sorted(sorted({(spec.setting, spec.method) for spec in group}) for group in batches) == [
+        [("beta=0.01", "maxdiff"), ("beta=0.01", "nnmppi")],
+        [("beta=1", "maxdiff"), ("beta=1", "nnmppi")],
+    ]
+    assert all(len(group) == 4 for group in batches) and len(groups) == 2 + 4
+    assert {group[0].method for group in groups if len(group) == 1} == {"sac"}
+    sweep = build_specs("swimmer-alpha", "smoke", range(3), settings=["alpha=1", "alpha=10", "alpha=1000"])
+    (batch,) = group_runs(sweep, batch_cells=True)
+    assert len(batch) == 9
+
+
+def test_a_mixed_batch_gives_each_agent_its_runs_alpha_and_control_term():
+    specs = build_specs("point-mass-beta", "smoke", range(2), settings=["beta=1"], methods=["maxdiff", "nnmppi"])
+    kwargs = batch_kwargs(specs)  # seed-major: maxdiff 0, nnmppi 0, maxdiff 1, nnmppi 1
+    schedule = {"values": [0.5, 5.0], "boundaries": [1000]}
+    assert kwargs["alpha"] == [schedule, 0.0, schedule, 0.0]
+    assert kwargs["control_cost"] == [False, True, False, True]
+    sweep = build_specs("swimmer-alpha", "smoke", range(1), settings=["alpha=1", "alpha=1000"])
+    assert batch_kwargs(sweep)["alpha"] == [1.0, 1000.0] and batch_kwargs(sweep)["control_cost"] is False
+    # the seeds of one cell: its own keyword arguments, as --batch-seeds builds them
+    one_cell = [spec for spec in specs if spec.method == "maxdiff"]
+    assert batch_kwargs(one_cell) == one_cell[0].algo_kwargs
+
+
+def test_batch_cells_writes_each_run_as_a_model_of_its_own_method(tmp_path):
+    out = str(tmp_path)
+    args = ["run", "point-mass-beta", "--budget", "smoke", "--settings", "beta=1", "--methods", "maxdiff", "nnmppi"]
+    assert experiments_main([*args, "--seeds", "2", "--batch-cells", "--out", out]) == 0
+    specs = build_specs("point-mass-beta", "smoke", range(2), settings=["beta=1"], methods=["maxdiff", "nnmppi"])
+    for spec in specs:
+        result = _result(out, spec)
+        assert result["batched_runs"] == [
+            f"beta=1 / {method} / seed {seed}" for seed in (0, 1) for method in ("maxdiff", "nnmppi")
+        ]
+        assert len(_monitor_rows(out, spec)) >= 3
+        path = tmp_path / spec.relpath / "model.zip"
+        if spec.method == "maxdiff":
+            agent = MaxDiffMPPI.load(path, device="cpu")
+            assert isinstance(agent.alpha, StepSchedule) and agent.control_cost is False
+        else:
+            agent = NNMPPI.load(path, device="cpu")
+            assert type(agent) is NNMPPI and agent.control_cost is True and agent.policy.alpha is None
+        assert agent.num_timesteps == 300 and not agent.independent_agents
+    assert not list((tmp_path / "point-mass-beta" / "smoke").glob("batch_cells_*"))  # the batch folder is gone
+
+
+@pytest.mark.parametrize(
+    "text, seconds", [("90", 5400.0), ("1.5", 90.0), ("2h", 7200.0), ("1h30m", 5400.0), ("45m", 2700.0), ("90s", 90.0)]
+)
+def test_time_limit_reads_minutes_or_a_duration(text, seconds):
+    assert duration_seconds(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "0", "-5", "abc", "1d", "h", "inf", "nan"])
+def test_a_bad_time_limit_says_what_it_wanted(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="must be"):
+        duration_seconds(text)
+
+
+def test_deadline_stops_where_the_next_episode_might_not_end_in_time(monkeypatch):
+    now = [1000.0]
+    monkeypatch.setattr("sb3_maxdiff.experiments.training.time.time", lambda: now[0])
+    deadline = Deadline(1100.0)
+    now[0] = 1030.0
+    assert not deadline.episode_ended()  # 70 s left > 1.5 * 30 s + 10 s
+    now[0] = 1050.0  # 50 s left < 1.5 * 30 s (the longest stretch) + 10 s
+    assert deadline.episode_ended()
+    assert Deadline(None).left() == float("inf") and not Deadline(None).episode_ended()
+    with pytest.raises(TimeLimitReached, match="the evaluation of x \\(45 s\\) would not end before it"):
+        deadline.check(45.0, "the evaluation of x")
+
+
+def smoke_batch() -> list[RunSpec]:
+    specs = build_specs("point-mass-beta", "smoke", [0, 1], settings=["beta=1"], methods=["maxdiff", "nnmppi"])
+    return [RunSpec(**{**spec.to_json(), "eval_env_ids": tuple(spec.eval_env_ids)}) for spec in specs]
+
+
+def test_a_run_stopped_by_its_time_limit_checkpoints_and_the_same_call_resumes_it(tmp_path, monkeypatch):
+    specs, out = smoke_batch(), str(tmp_path)
+    ends = []
+
+    def stop_at_the_second_episode_end(self):
+        ends.append(1)
+        return len(ends) == 2
+
+    monkeypatch.setattr(Deadline, "episode_ended", stop_at_the_second_episode_end)
+    with pytest.raises(TimeLimitReached, match=r"stopped before the time limit at \d+ of 300 steps per agent"):
+        execute_group(specs, out, options=ExecutionOptions(deadline=1e12))
+    directory = batch_dir(out, specs)
+    checkpoint = json.loads(open(os.path.join(directory, "checkpoint.json")).read())
+    assert 0 < checkpoint["agent_timesteps"] < 300 and sum(checkpoint["episodes"]) >= 2
+    assert not any(is_finished(out, spec) for spec in specs)
+    monkeypatch.undo()
+    results = execute_group(specs, out, options=ExecutionOptions(deadline=None))
+    for spec, result in zip(specs, results):
+        assert result["resumed_from_steps"] == checkpoint["agent_timesteps"]
+        assert (
+            json.loads((tmp_path / spec.relpath / "resumes.json").read_text())[0]["agent_timesteps"]
+            == result["resumed_from_steps"]
+        )
+    assert not os.path.exists(directory)
+
+
+def test_no_evaluation_starts_that_would_not_end_before_the_limit(tmp_path, monkeypatch):
+    specs, out = smoke_batch(), str(tmp_path)
+    evaluated = []
+    real_check = Deadline.check
+
+    def no_time_for_a_second_evaluation(self, needed, what):
+        if what.startswith("the evaluation"):
+            if evaluated:
+                raise TimeLimitReached(f"stopped before the time limit: {what}")
+            evaluated.append(what)
+        return real_check(self, needed, what)
+
+    monkeypatch.setattr(Deadline, "check", no_time_for_a_second_evaluation)
+    with pytest.raises(TimeLimitReached, match="the evaluation of beta=1 / nnmppi / seed 0"):
+        execute_group(specs, out, options=ExecutionOptions(deadline=1e12))
+    assert [is_finished(out, spec) for spec in specs] == [True, False, False, False]
+    assert all((tmp_path / spec.relpath / "model.zip").exists() for spec in specs)  # trained, saved, evaluated later
+
+
+def test_run_exits_with_status_3_when_runs_are_left_at_the_time_limit(tmp_path, capsys):
+    args = ["run", "point-mass-beta", "--budget", "smoke", "--settings", "beta=1", "--methods", "nnmppi", "--seeds", "1"]
+    assert experiments_main([*args, "--out", str(tmp_path), "--time-limit", "1s"]) == EXIT_TIME_LIMIT == 3
+    printed = capsys.readouterr().out
+    assert "0/1 runs finished" in printed and "run the same command again to resume them" in printed
+    assert experiments_main([*args, "--out", str(tmp_path)]) == 0
+
+
+def test_time_limit_and_batch_cells_are_local(capsys):
+    for option in (["--batch-cells"], ["--time-limit", "10"]):
+        with pytest.raises(SystemExit):
+            experiments_main(["run", "point-mass-beta", "--budget", "smoke", "--ray-address", "local", *option])
+        assert "leave out --ray-address" in capsys.readouterr().err
