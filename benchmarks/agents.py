@@ -4,12 +4,17 @@ against the same N agents stepped one after the other as single-agent models, in
 
     python benchmarks/agents.py                          # point mass and Swimmer, N = 1, 4, 10, CPU
     python benchmarks/agents.py --device cuda --configs swimmer --agents 1 10 --cuda-graph
+    python benchmarks/agents.py --configs swimmer --agents 4 --mixed   # one mixed batch against two batches
 
 A training step is one planner call and ``gradient_steps`` model updates, with each agent's replay column
 holding ``--fill`` random transitions. Figures are ms per agent-step (median over ``--calls`` rounds; in each
 round the batched step and the sequential steps are timed back to back, so a slow spell hits both alike).
 With ``--cuda-graph`` the batched step is also timed with its planner (and, for N > 1, its model updates)
 replayed as CUDA graphs (``cuda_graph=True``), in the same rounds.
+
+With ``--mixed`` each N is instead a batch of N / 2 MaxDiff agents (alpha 100) and N / 2 NN-MPPI agents (alpha 0,
+control term on) in one model (the runner's ``--batch-cells``), against a MaxDiff batch and an NN-MPPI batch of N / 2
+each stepped one after the other (two ``--batch-seeds`` batches), in the same rounds.
 """
 
 import argparse
@@ -64,6 +69,43 @@ def measure(name: str, n_agents: int, args: argparse.Namespace) -> dict:
     return row
 
 
+def measure_mixed(name: str, n_agents: int, args: argparse.Namespace) -> dict:
+    if n_agents < 2 or n_agents % 2:
+        raise SystemExit(f"--mixed needs even numbers of agents (half MaxDiff, half NN-MPPI), got {n_agents}")
+    config, half, rng = CONFIGS[name], n_agents // 2, np.random.default_rng(0)
+    per_agent = dict(alpha=[100.0] * half + [0.0] * half, control_cost=[False] * half + [True] * half)
+    mixed = make_algorithm(config, args.device, args.fill, n_envs=n_agents, independent_agents=True, **per_agent)
+    maxdiff = make_algorithm(config, args.device, args.fill, n_envs=half, independent_agents=True, alpha=100.0)
+    nnmppi = make_algorithm(config, args.device, args.fill, n_envs=half, independent_agents=True, alpha=0.0, control_cost=True)
+    for model in (mixed, maxdiff, nnmppi):
+        fill_replay_buffer(model, args.fill, rng)
+    apart = [training_step(maxdiff, config), training_step(nnmppi, config)]
+
+    def two_batches() -> None:
+        for step in apart:
+            step()
+
+    medians = interleaved_medians({"mixed": training_step(mixed, config), "two": two_batches}, args.calls, args.device)
+    return {
+        "config": name,
+        "n_agents": n_agents,
+        "mixed_ms_per_agent_step": medians["mixed"] / n_agents,
+        "two_batches_ms_per_agent_step": medians["two"] / n_agents,
+        "speedup": medians["two"] / medians["mixed"],
+    }
+
+
+def print_mixed(rows: list[dict]) -> None:
+    head = "| config | N agents (half MaxDiff, half NN-MPPI) | one mixed batch, ms / agent-step | two batches of N / 2 |"
+    print(f"\n{head} speed-up |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print(
+            f"| {row['config']} | {row['n_agents']} | {row['mixed_ms_per_agent_step']:.2f} | "
+            f"{row['two_batches_ms_per_agent_step']:.2f} | {row['speedup']:.2f}x |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", nargs="+", default=["point-mass", "swimmer"], choices=list(CONFIGS))
@@ -73,6 +115,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--fill", type=int, default=10_000, help="transitions in each agent's replay column")
     parser.add_argument("--cuda-graph", action="store_true", help="also time the batched step with cuda_graph=True")
+    parser.add_argument("--mixed", action="store_true", help="one mixed MaxDiff + NN-MPPI batch against two batches")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     th.set_num_threads(args.threads)
@@ -80,6 +123,13 @@ def main() -> None:
     th.manual_seed(0)
     device_name = th.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor() or platform.machine()
     print(f"{device_name}, torch {th.__version__}, {th.get_num_threads()} threads, device {args.device}, {args.calls} rounds")
+    if args.mixed:
+        rows = [measure_mixed(name, n_agents, args) for name in args.configs for n_agents in args.agents]
+        print_mixed(rows)
+        if args.json:
+            with open(args.json, "w") as file:
+                json.dump({"threads": args.threads, "device": args.device, "rows": rows}, file, indent=1)
+        return
     rows = [measure(name, n_agents, args) for name in args.configs for n_agents in args.agents]
     graph_head, graph_rule = (" graphed ms / agent-step | graph speed-up |", "---|---|") if args.cuda_graph else ("", "")
     print(f"\n| config | N agents | batched ms / agent-step | sequential ms / agent-step | batched speed-up |{graph_head}")

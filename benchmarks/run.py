@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import partial
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -104,8 +105,12 @@ def make_algorithm(
     n_envs: int = 1,
     independent_agents: bool = False,
     cuda_graph: bool = False,
+    **kwargs: Any,
 ) -> MaxDiffMPPI:
-    """The algorithm at ``config``, ready to plan and train: observations reset, past ``learning_starts``."""
+    """
+    The algorithm at ``config``, ready to plan and train: observations reset, past ``learning_starts``; ``kwargs``:
+    more of MaxDiffMPPI's arguments (``alpha``, ``control_cost``, one per agent for a mixed batch).
+    """
     model = MaxDiffMPPI(
         make_vec_env(config.env_id, n_envs=n_envs, seed=0),
         independent_agents=independent_agents,
@@ -122,6 +127,7 @@ def make_algorithm(
         policy_kwargs=dict(net_arch=config.net_arch),
         device=device,
         seed=0,
+        **kwargs,
     )
     model.set_logger(configure(None, [""]))
     model._last_obs = model.env.reset()  # type: ignore[union-attr,assignment]

@@ -67,7 +67,7 @@ def run_episode(name: str, steps: int, seed: int, frames_at: list[int], render: 
 
     tip, total, shots, state = [obs[:2].copy()], 0.0, [shot()], None
     for step in tqdm(range(1, steps + 1), desc=name, unit="step"):
-        action, state = model.predict(obs, state=state, episode_start=np.array([step == 1]), deterministic=True)
+        action, state = model.predict(obs, state=state, episode_start=np.array([step == 1]), deterministic=False)
         obs, reward, terminated, truncated, _ = env.step(action)
         total += float(reward)
         tip.append(obs[:2].copy())

@@ -40,8 +40,11 @@ from typing import Any
 import numpy as np
 
 from sb3_maxdiff.cli import check_log_folder, fail, load_zoo, unreachable
+from sb3_maxdiff.envs.rendering import choose_offscreen_backend, ffmpeg_executable, ffmpeg_on_path
 
 COMMANDS = {"push": "rl_zoo3.push_to_hub", "load": "rl_zoo3.load_from_hub", "package": "rl_zoo3.push_to_hub"}
+# the organization a package names in its model card when -orga is not given (package uploads nothing)
+PACKAGE_ORGANIZATION = "your-hf-user"
 
 
 def model_card(
@@ -85,8 +88,9 @@ from {library} import {algo_class_name}
 model = {algo_class_name}.load("logs/{algo_name}/{env_id.replace("/", "-")}_1/{env_id.replace("/", "-")}.zip")
 ```
 
-MaxDiff and NN-MPPI plan with sampled action sequences: their actions are stochastic whatever
-`deterministic` says, so seed torch for reproducible actions.
+MaxDiff and NN-MPPI plan with sampled action sequences: with `deterministic=True` the planner draws the
+same noise at every call, so an action depends on the observation and the model alone; with
+`deterministic=False` it draws from torch's global stream (seed torch for reproducible actions).
 
 ## Training
 
@@ -160,12 +164,37 @@ class PackageOnlyMessages:
         return info
 
 
-def _option(options: list[str], name: str) -> str:
-    """The value of ``name`` in rl_zoo3's options (argparse has already checked that it is there)."""
+def _option(options: list[str], *names: str) -> str:
+    """The value of the option called one of ``names`` in rl_zoo3's options ("" where it is not given)."""
     for index, option in enumerate(options[:-1]):
-        if option == name:
+        if option in names:
             return options[index + 1]
     return ""
+
+
+def _video_options(options: list[str], no_video: bool) -> tuple[list[str], str | None]:
+    """
+    rl_zoo3's options for the replay video, and the ffmpeg to encode it with: the video is made where MuJoCo can
+    render (a display, else EGL, else OSMesa; see :func:`choose_offscreen_backend`) and an ffmpeg is there (on the
+    PATH or imageio-ffmpeg's); otherwise ``--no-render`` is added and one line says why and how to get the video.
+    """
+    if no_video or "--no-render" in options:
+        return [*options, "--no-render"] if "--no-render" not in options else options, None
+    why = None
+    backend = choose_offscreen_backend()
+    ffmpeg = ffmpeg_executable()
+    if backend is None:
+        why = (
+            "there is no display and MuJoCo renders neither through EGL nor through OSMesa here (install Mesa's EGL or "
+            "OSMesa library, or set MUJOCO_GL to a backend that works)"
+        )
+    elif ffmpeg is None:
+        why = "no ffmpeg was found (put one on the PATH, or pip install imageio-ffmpeg)"
+    if why is not None:
+        print(f"No replay video: {why}; the rest is made as usual (--no-video skips this check).")
+        return [*options, "--no-render"], None
+    print(f"Replay video: MuJoCo renders through {backend}, ffmpeg is {ffmpeg}.")
+    return options, ffmpeg
 
 
 class CardSaver:
@@ -315,8 +344,21 @@ def _our_options(command: str) -> argparse.ArgumentParser:
             default=10,
             help="episodes of the evaluation that goes into the model card (default 10, as rl_zoo3)",
         )
+        group.add_argument(
+            "--no-video",
+            action="store_true",
+            help="make no replay video (as rl_zoo3's --no-render); by default one is made where MuJoCo can render "
+            "(a display, else EGL, else OSMesa) and an ffmpeg is there (on the PATH, or imageio-ffmpeg's)",
+        )
         if command == "package":
             group.add_argument("--output", help="folder to write the package to (required)")
+            group.add_argument(
+                "-orga",
+                "--organization",
+                default=PACKAGE_ORGANIZATION,
+                help=f"the Hub user or organization the model card names (optional: nothing is uploaded; default "
+                f"{PACKAGE_ORGANIZATION!r})",
+            )
     return parser
 
 
@@ -343,6 +385,11 @@ def main(argv: list[str] | None = None) -> None:
         fail(prog, "--output DIR is required: the folder to write the package to")
     elif args.command in ("push", "package"):
         check_log_folder(prog, options)
+    if args.command == "package":
+        options = [*options, "-orga", extra.organization]  # rl_zoo3 requires it; package uploads nothing
+    ffmpeg = None
+    if args.command in ("push", "package") and not wants_help:
+        options, ffmpeg = _video_options(options, extra.no_video)
     zoo.register_with_zoo()
     ensure_hf_integration_compat()
     import huggingface_hub
@@ -358,7 +405,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.command in ("push", "package"):
             # rl_zoo3 writes its card, then saves the metadata into it: our card goes in at that moment
             card_saver = CardSaver(
-                huggingface_hub.repocard.metadata_save, _option(options, "--algo"), _option(options, "-orga")
+                huggingface_hub.repocard.metadata_save, _option(options, "--algo"), _option(options, "-orga", "--organization")
             )
             stack.enter_context(patched(huggingface_hub.repocard, "metadata_save", card_saver))
             hf_push = importlib.import_module("huggingface_sb3.push_to_hub")
@@ -369,6 +416,8 @@ def main(argv: list[str] | None = None) -> None:
             if not wants_help:
                 print(f"The package is built in a temporary folder (removed afterwards) and {where}.")
             stack.enter_context(working_directory(stack.enter_context(tempfile.TemporaryDirectory(prefix="sb3_maxdiff_hub_"))))
+            if ffmpeg is not None:  # huggingface_sb3 calls ffmpeg by name
+                stack.enter_context(ffmpeg_on_path(ffmpeg))
         stack.enter_context(zoo.command_line(options))
         sys.argv[0] = f"sb3_maxdiff.hub {args.command}"
         try:

@@ -156,3 +156,27 @@ def test_time_limit_and_batch_cells_are_local(capsys):
         with pytest.raises(SystemExit):
             experiments_main(["run", "point-mass-beta", "--budget", "smoke", "--ray-address", "local", *option])
         assert "leave out --ray-address" in capsys.readouterr().err
+
+
+def test_batched_evaluation_plans_each_agent_on_its_own_and_says_so(tmp_path):
+    """
+    --batch-eval: one planner call per step for every run of the batch. An agent's evaluation depends on its own
+    model and environment alone: with another agent beside it, its returns stay the same to the last digit.
+    """
+    import shutil
+
+    specs, out = smoke_batch(), str(tmp_path)
+    first = execute_group(specs, out, options=ExecutionOptions(batch_eval=True))
+    assert [result["evaluation"] for result in first] == ["batched"] * 4
+    assert all(len(result["eval_returns"][spec.env_id]) == spec.eval_episodes for spec, result in zip(specs, first))
+    # another NN-MPPI agent in row 1 (seed 1's model in seed 0's folder): row 0's evaluation does not move
+    shutil.copy(tmp_path / specs[3].relpath / "model.zip", tmp_path / specs[1].relpath / "model.zip")
+    for spec in specs:
+        os.remove(tmp_path / spec.relpath / "result.json")
+    second = execute_group(specs, out, options=ExecutionOptions(batch_eval=True))
+    assert second[0]["eval_returns"] == first[0]["eval_returns"] and second[2]["eval_returns"] == first[2]["eval_returns"]
+    assert second[1]["eval_returns"] != first[1]["eval_returns"]
+    # without the option, one agent at a time, as the published runs were evaluated
+    for spec in specs:
+        os.remove(tmp_path / spec.relpath / "result.json")
+    assert [result["evaluation"] for result in execute_group(specs, out)] == ["one agent at a time"] * 4

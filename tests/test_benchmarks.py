@@ -3,6 +3,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -78,3 +80,15 @@ def test_compare_trees_reports_medians_and_ratios(tmp_path, monkeypatch, capsys)
     compare.main()
     assert calls == ["old", "new"] * 3  # alternating
     assert "| swimmer plan_ms | 45.00 | 25.00 | 0.556 |" in capsys.readouterr().out
+
+
+def test_mixed_batch_benchmark_runs_with_a_tiny_budget(tmp_path):
+    """The mixed-batch command of BENCHMARKS.md (one MaxDiff + NN-MPPI batch against two batches), one round."""
+    out = tmp_path / "mixed.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "agents.py"), "--configs", "point-mass", "--agents", "2",
+               "--calls", "1", "--fill", "500", "--mixed", "--json", str(out)]  # fmt: skip
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300).stdout
+    assert "one mixed batch" in printed and "| point-mass | 2 |" in printed
+    (row,) = json.loads(out.read_text())["rows"]
+    ratio = row["two_batches_ms_per_agent_step"] / row["mixed_ms_per_agent_step"]
+    assert row["speedup"] == pytest.approx(ratio)

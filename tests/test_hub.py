@@ -230,3 +230,44 @@ def test_enjoy_refuses_a_missing_log_folder_in_one_line(command, tmp_path, monke
     with pytest.raises(SystemExit) as exit_info:
         command_main(["--algo", "maxdiff", "--env", ENV_ID, "-f", "logs", "--no-render"])
     assert exit_info.value.code == 1 and "python -m sb3_maxdiff.train --algo maxdiff" in _error_line(capsys)
+
+
+def test_package_needs_no_organization(trained_logs, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    args = ["package", "--algo", "nnmppi", "--env", ENV_ID, "-f", str(trained_logs), "--no-video"]
+    hub_main([*args, "--env-kwargs", "max_episode_steps:20", "--n-eval-episodes", "1", "--output", "packaged"])
+    card = (tmp_path / "packaged" / "README.md").read_text()
+    assert "-orga your-hf-user" in card and not (tmp_path / "packaged" / "replay.mp4").exists()
+    assert "Packaged your-hf-user/nnmppi-" in capsys.readouterr().out
+
+
+def test_package_where_nothing_renders_skips_the_video_in_one_line(trained_logs, tmp_path, monkeypatch, capsys):
+    from sb3_maxdiff import hub
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(hub, "choose_offscreen_backend", lambda: None)
+    args = ["package", "--algo", "nnmppi", "--env", ENV_ID, "-f", str(trained_logs), "-orga", "tester"]
+    hub_main([*args, "--env-kwargs", "max_episode_steps:20", "--n-eval-episodes", "1", "--output", "packaged"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("Replay video", "No replay video"))]
+    assert len(lines) == 1 and lines[0].startswith("No replay video: there is no display and MuJoCo renders neither")
+    assert (tmp_path / "packaged" / "results.json").exists() and not (tmp_path / "packaged" / "replay.mp4").exists()
+
+
+def test_package_on_a_machine_with_no_display_gives_a_package_and_says_whether_it_has_a_video(tmp_path):
+    """The command as a user runs it on a server: no DISPLAY, no MUJOCO_GL, a MuJoCo body whose replay is rendered."""
+    import os
+
+    env_id, tiny = "sb3_maxdiff/Swimmer-heavy-v0", ["-params", "horizon:5", "n_samples:16", "learning_starts:30"]
+    train_main(["--algo", "nnmppi", "--env", env_id, "-n", "60", "--eval-freq", "-1", "-f", str(tmp_path / "logs"), *tiny])
+    from sb3_maxdiff.envs.rendering import BACKEND_VARIABLES
+
+    environment = {key: value for key, value in os.environ.items() if key not in BACKEND_VARIABLES}
+    options = ["--algo", "nnmppi", "--env", env_id, "-f", "logs", "-n", "30", "--env-kwargs", "max_episode_steps:30"]
+    command = [sys.executable, "-m", "sb3_maxdiff.hub", "package", *options, "--n-eval-episodes", "1", "--output", "packaged"]
+    done = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    package = tmp_path / "packaged"
+    assert (package / "results.json").exists() and (package / "README.md").exists()
+    said = [line for line in done.stdout.splitlines() if line.startswith(("Replay video:", "No replay video:"))]
+    assert len(said) == 1
+    assert said[0].startswith("Replay video:") == (package / "replay.mp4").exists()

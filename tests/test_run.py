@@ -44,23 +44,6 @@ def test_swimmer_v4_quick():
     assert model.observation_space.shape == (8,)
 
 
-@pytest.mark.parametrize(
-    "options",
-    [
-        dict(window=True),
-        dict(window=4, explr_dims=[0, 1], explr_weights=[1.0, 0.5]),
-        dict(entropy_method="top_eigs", entropy_top_m=2),
-        dict(entropy_method="log_trace"),
-        dict(alpha=StepSchedule([0.5, 5.0], [50])),
-        dict(alpha=lambda progress: 5.0 * progress),
-        dict(control_cost=True, action_semantics="authors", warmup_actions="planner"),
-    ],
-)
-def test_maxdiff_options(options):
-    model = MaxDiffMPPI(POINT_MASS, seed=0, **{**TINY, **options})
-    model.learn(100)
-
-
 def test_alpha_step_schedule_is_followed():
     model = MaxDiffMPPI(POINT_MASS, alpha=StepSchedule([0.5, 5.0], [60]), **TINY)
     model.learn(50)

@@ -33,3 +33,19 @@ def test_transfer_rejects_other_spaces(heavy_model):
     assert "1" in POINT_MASS_BETAS
     with pytest.raises(ValueError):
         evaluate_transfer(heavy_model, "maxdiff", point_mass_id("1"), n_episodes=1)
+
+
+def test_transfer_evaluates_on_the_environment_it_is_given(heavy_model):
+    """The returns are those of the model on ``env_id`` (the same as evaluated by hand there), not on its training body."""
+    import gymnasium as gym
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    light = evaluate_transfer(heavy_model, "maxdiff", SWIMMER_LIGHT, n_episodes=1, seed=3, device="cpu")
+    heavy = evaluate_transfer(heavy_model, "maxdiff", SWIMMER_HEAVY, n_episodes=1, seed=3, device="cpu")
+    assert light.returns != heavy.returns
+    env = gym.make(SWIMMER_LIGHT)
+    model = MaxDiffMPPI.load(heavy_model, env=env, device="cpu")
+    model.set_random_seed(3)
+    env.reset(seed=3)
+    by_hand, _ = evaluate_policy(model, model.get_env(), n_eval_episodes=1, deterministic=False, return_episode_rewards=True)
+    assert light.returns == [float(value) for value in by_hand]

@@ -96,7 +96,7 @@ class IndependentAgents(SharedModel):
 
     def make_buffer(self, algorithm: Any) -> NextActionReplayBuffer | None:
         # SB3's buffers split their size over the environments; independent agents each get all of it
-        return NextActionReplayBuffer(
+        return algorithm.replay_buffer_class(
             algorithm.buffer_size * self.n_agents,
             algorithm.observation_space,
             algorithm.action_space,

@@ -266,6 +266,7 @@ class MPPIPlanner:
         obs: th.Tensor,
         nominal: th.Tensor,
         reset: th.Tensor | None = None,
+        generator: th.Generator | None = None,
     ) -> PlanResult:
         """
         One MPPI step for E environments at once.
@@ -274,6 +275,7 @@ class MPPIPlanner:
         :param obs: current observations, shape (E, n)
         :param nominal: nominal sequences from the previous call, shape (E, H, m)
         :param reset: bool (E,), True where an episode starts (the nominal is zeroed, not shifted)
+        :param generator: where the sampling noise is drawn from (None: torch's global stream)
         """
         settings = self.settings
         n_envs, horizon, n_samples = obs.shape[0], settings.horizon, settings.n_samples
@@ -285,7 +287,9 @@ class MPPIPlanner:
         # 1. warm start: the previous nominal shifted one step (zero where an episode starts)
         nominal = warm_start(nominal, reset)
         # 2. smoothed noise, drawn up front for all envs, samples and steps
-        noise = th.randn((n_envs, n_samples, horizon, self.action_dim), device=obs.device, dtype=obs.dtype)
+        noise = th.randn(
+            (n_envs, n_samples, horizon, self.action_dim), device=obs.device, dtype=obs.dtype, generator=generator
+        )
         noise = self._smoothing(obs.device, obs.dtype) @ (noise * settings.noise_std)
         samples = nominal[:, None] + noise
         if settings.clip_samples:

@@ -15,6 +15,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_maxdiff.experiments.algos import get_algo
 from sb3_maxdiff.experiments.specs import (
@@ -35,7 +36,9 @@ from sb3_maxdiff.experiments.training import (
     ExecutionOptions,
     Progress,
     Trained,
+    batch_algo,
     batch_key,
+    batch_kwargs,
     is_batchable,
     make_env,
     split_by_entropy,
@@ -80,18 +83,83 @@ def _ergodicity_summary(run_dir: str) -> dict[str, float] | None:
     }
 
 
+def _evaluation_seed(spec: RunSpec, index: int) -> int:
+    """The seed of run ``spec``'s evaluation on its ``index``-th evaluation environment (starts differ from training's)."""
+    return 10_000 + 100 * spec.seed + index
+
+
 def _evaluate(model: Any, spec: RunSpec, progress: Progress) -> dict[str, list[float]]:
     """Returns of ``spec.eval_episodes`` episodes of the final policy on each evaluation environment."""
     returns = {}
     for index, env_id in enumerate(spec.eval_env_ids):
         env = Monitor(make_env(env_id, spec))
-        env.reset(seed=10_000 + 100 * spec.seed + index)  # evaluation starts differ from training's
-        model.set_random_seed(10_000 + 100 * spec.seed + index)
+        env.reset(seed=_evaluation_seed(spec, index))
+        model.set_random_seed(_evaluation_seed(spec, index))
+        # the paper's protocol: the planner samples as in training (deterministic=True would fix its noise)
         episode_returns, _ = evaluate_policy(
-            model, env, n_eval_episodes=spec.eval_episodes, return_episode_rewards=True, callback=lambda *_: progress()
+            model,
+            env,
+            n_eval_episodes=spec.eval_episodes,
+            deterministic=False,
+            return_episode_rewards=True,
+            callback=lambda *_: progress(),
         )
         returns[env_id] = [float(value) for value in episode_returns]
     return returns
+
+
+def _batch_for_evaluation(specs: list[RunSpec], out: str, options: ExecutionOptions, env: DummyVecEnv) -> Any:
+    """
+    The runs' saved agents, each with its weights and alpha, as the independent agents of one model on ``env``
+    (one environment per run), to plan for all of them in one call.
+    """
+    algo = batch_algo(specs)
+    kwargs = {**batch_kwargs(specs), "buffer_size": 2, **options.model_kwargs(algo)}  # no training: no replay
+    batch = algo("MlpPolicy", env, independent_agents=True, device=specs[0].device, **kwargs)
+    for index, spec in enumerate(specs):
+        path = os.path.join(out, spec.relpath, MODEL_FILE)
+        agent = get_algo(spec.method).load(path, device=spec.device, **options.model_kwargs(get_algo(spec.method)))
+        batch.policy.model.load_agent_state_dict(index, agent.policy.model.state_dict())
+        if batch.policy.alpha is not None:
+            batch.policy.alpha[index] = 0.0 if agent.policy.alpha is None else agent.policy.alpha
+    return batch
+
+
+def _evaluate_batch(specs: list[RunSpec], out: str, progress: Progress, options: ExecutionOptions) -> list[dict]:
+    """
+    The evaluation of :func:`_evaluate` for the runs of a batch at once: each run's agent on its own environment
+    (reset with the same seeds, so the same starts), one batched planner call per step for all of them, the
+    planner's noise from torch's global stream seeded with the first run's evaluation seed. A run whose episodes
+    are done waits (its agent is still planned for, its environment not stepped) until every run is done.
+    """
+    start = time.perf_counter()
+    returns: list[dict[str, list[float]]] = [{} for _ in specs]
+    for index in range(len(specs[0].eval_env_ids)):
+        envs = [Monitor(make_env(spec.eval_env_ids[index], spec)) for spec in specs]
+        batch = _batch_for_evaluation(specs, out, options, DummyVecEnv([lambda env=env: env for env in envs]))
+        for env, spec in zip(envs, specs):
+            env.reset(seed=_evaluation_seed(spec, index))  # then a reset without a seed, as evaluate_policy does
+        batch.set_random_seed(_evaluation_seed(specs[0], index))
+        obs = np.stack([env.reset()[0] for env in envs])
+        episodes: list[list[float]] = [[] for _ in specs]
+        totals, starts, state = np.zeros(len(specs)), np.ones(len(specs), dtype=bool), None
+        while any(len(done) < spec.eval_episodes for done, spec in zip(episodes, specs)):
+            actions, state = batch.predict(obs, state=state, episode_start=starts, deterministic=False)
+            starts = np.zeros(len(specs), dtype=bool)
+            for row, (env, spec) in enumerate(zip(envs, specs)):
+                if len(episodes[row]) == spec.eval_episodes:
+                    continue
+                obs[row], reward, terminated, truncated, _ = env.step(actions[row])
+                totals[row] += float(reward)
+                progress()
+                if terminated or truncated:
+                    episodes[row].append(float(totals[row]))
+                    totals[row], starts[row] = 0.0, True
+                    obs[row] = env.reset()[0]
+        for row, spec in enumerate(specs):
+            returns[row][spec.eval_env_ids[index]] = episodes[row]
+    seconds = time.perf_counter() - start
+    return [{"eval_returns": own, "eval_seconds": seconds, "evaluation": "batched"} for own in returns]
 
 
 def _trained_earlier(run_dir: str, spec: RunSpec) -> Trained:
@@ -107,12 +175,17 @@ def _trained_earlier(run_dir: str, spec: RunSpec) -> Trained:
     return Trained(info)
 
 
-def _evaluate_and_write(spec: RunSpec, out: str, progress: Progress, options: ExecutionOptions, trained: Trained) -> dict:
-    """Evaluate the trained run (its model in memory, else the saved one) and write its ``result.json``."""
+def _evaluate_and_write(
+    spec: RunSpec, out: str, progress: Progress, options: ExecutionOptions, trained: Trained, evaluated: dict | None = None
+) -> dict:
+    """
+    Evaluate the trained run (its model in memory, else the saved one) and write its ``result.json``; ``evaluated``:
+    its evaluation already made with the other runs of its batch (:func:`_evaluate_batch`).
+    """
     run_dir = os.path.join(out, spec.relpath)
     start = time.perf_counter()
     model = trained.model
-    if model is None:
+    if model is None and evaluated is None:
         algo = get_algo(spec.method)
         model = algo.load(os.path.join(run_dir, MODEL_FILE), device=spec.device, **options.model_kwargs(algo))
     result: dict[str, Any] = {"spec": spec.to_json(), **trained.info}
@@ -120,9 +193,12 @@ def _evaluate_and_write(spec: RunSpec, out: str, progress: Progress, options: Ex
     ergodicity = _ergodicity_summary(run_dir)
     if ergodicity is not None:
         result["ergodicity"] = ergodicity
-    start = time.perf_counter()
-    result["eval_returns"] = _evaluate(model, spec, progress)
-    result["eval_seconds"] = time.perf_counter() - start
+    if evaluated is None:
+        start = time.perf_counter()
+        result["eval_returns"] = _evaluate(model, spec, progress)
+        result.update(eval_seconds=time.perf_counter() - start, evaluation="one agent at a time")
+    else:
+        result.update(evaluated)
     write_json(os.path.join(run_dir, RESULT_FILE), result)
     return result
 
@@ -151,6 +227,11 @@ def execute_group(
     if untrained:
         deadline.check(0.0, "training")
     trained = dict(zip(map(id, untrained), train_group(untrained, out, progress, options))) if untrained else {}
+    pending = [spec for spec in specs if not is_finished(out, spec)]
+    evaluated: dict[int, dict] = {}
+    if options.batch_eval and len(pending) > 1:
+        deadline.check(0.0, "the batched evaluation")
+        evaluated = dict(zip(map(id, pending), _evaluate_batch(pending, out, progress, options)))
     results, evaluation_seconds = [], 0.0
     for spec in specs:
         result_path = os.path.join(out, spec.relpath, RESULT_FILE)
@@ -159,9 +240,10 @@ def execute_group(
                 results.append(json.load(file))
             continue
         # a run's evaluation is not checkpointed: start it only where the longest one so far still fits
-        deadline.check(1.5 * evaluation_seconds, f"the evaluation of {spec.name}")
+        if id(spec) not in evaluated:
+            deadline.check(1.5 * evaluation_seconds, f"the evaluation of {spec.name}")
         training = trained.get(id(spec)) or _trained_earlier(os.path.join(out, spec.relpath), spec)
-        results.append(_evaluate_and_write(spec, out, progress, options, training))
+        results.append(_evaluate_and_write(spec, out, progress, options, training, evaluated.get(id(spec))))
         evaluation_seconds = max(evaluation_seconds, results[-1]["eval_seconds"])
     return results
 

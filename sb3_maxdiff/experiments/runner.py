@@ -303,6 +303,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         "several alphas, NN-MPPI agents) in one process, as independent agents (not with Ray)",
     )
     parser.add_argument(
+        "--batch-eval",
+        action="store_true",
+        help="evaluate the runs of a batch (--batch-seeds, --batch-cells) together, one batched planner call per step; "
+        "its random draws differ from the default one-at-a-time evaluation of the published runs (not part of a run's "
+        "spec; result.json says which evaluation a run had)",
+    )
+    parser.add_argument(
         "--time-limit",
         type=duration_seconds,
         default=None,
@@ -333,7 +340,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     deadline = None if args.time_limit is None else time.time() + args.time_limit
     if deadline is not None and args.ray_address is not None:
         parser.error("--time-limit stops local runs (Ray restarts a stopped task from scratch); leave out --ray-address")
-    options = ExecutionOptions(threads=args.threads, cuda_graph=args.cuda_graph, deadline=deadline)
+    options = ExecutionOptions(threads=args.threads, cuda_graph=args.cuda_graph, deadline=deadline, batch_eval=args.batch_eval)
     skipped, failed = run_specs(
         specs, args.out, args.jobs, options, args.ray_address, args.batch_seeds, args.gpus_per_run, args.batch_cells
     )

@@ -56,11 +56,14 @@ class ExecutionOptions:
     :param cuda_graph: NN-MPPI and MaxDiff plan with CUDA graphs (on a CUDA device)
     :param deadline: the time (``time.time()``) by which a run stops: it writes a checkpoint and raises
         :class:`TimeLimitReached` before it (see :class:`Deadline`); None: no limit
+    :param batch_eval: evaluate the runs of a batch together, one batched planner call per step (their random
+        draws differ from the one-at-a-time evaluation, which the published runs used; each result says which)
     """
 
     threads: int = 1
     cuda_graph: bool = False
     deadline: float | None = None
+    batch_eval: bool = False
 
     def model_kwargs(self, algo: type) -> dict[str, Any]:
         """

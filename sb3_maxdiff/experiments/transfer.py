@@ -35,7 +35,10 @@ def evaluate_transfer(
     model = get_algo(algo).load(model_path, env=env, device=device)  # checks that the spaces match
     model.set_random_seed(seed)
     env.reset(seed=seed)
-    returns, _ = evaluate_policy(model, model.get_env(), n_eval_episodes=n_episodes, return_episode_rewards=True)
+    # the paper's protocol: the planner samples as in training (its noise from torch's global stream)
+    returns, _ = evaluate_policy(
+        model, model.get_env(), n_eval_episodes=n_episodes, deterministic=False, return_episode_rewards=True
+    )
     returns = [float(r) for r in returns]
     return TransferResult(float(np.mean(returns)), float(np.std(returns)), returns)
 

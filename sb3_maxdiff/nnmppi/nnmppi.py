@@ -90,6 +90,11 @@ class NNMPPI(OffPolicyAlgorithm):
         on CUDA, replay the planning step as one captured graph (same random draws as eager planning) and,
         for independent agents batched in one model, each ``train`` call's updates as another
         (:class:`~sb3_maxdiff.common.cuda_graphs.GraphedUpdates`); no effect elsewhere (a warning says so)
+    :param action_noise: SB3's exploration noise, added to the planner's (normalised) action during training
+    :param replay_buffer_class: the replay buffer: :class:`NextActionReplayBuffer` or a subclass of it (the model's
+        reward target needs the next action it stores)
+    :param optimize_memory_usage: SB3's option to store each observation once; only False is accepted (the replay
+        buffer also keeps the next action and where an episode broke off, and samples them in SB3's standard layout)
     :param replay_buffer_kwargs: keyword arguments of :class:`NextActionReplayBuffer`
     :param policy_kwargs: policy keyword arguments (``net_arch``, ``activation_fn``, ``optimizer_kwargs``, ...)
     :param stats_window_size: window of the rollout logging averages
@@ -124,6 +129,9 @@ class NNMPPI(OffPolicyAlgorithm):
         independent_agents: bool = False,
         planner_dtype: str = "float32",
         cuda_graph: bool = False,
+        action_noise: ActionNoise | None = None,
+        replay_buffer_class: type[NextActionReplayBuffer] | None = None,
+        optimize_memory_usage: bool = False,
         replay_buffer_kwargs: dict[str, Any] | None = None,
         policy_kwargs: dict[str, Any] | None = None,
         stats_window_size: int = 100,
@@ -154,6 +162,18 @@ class NNMPPI(OffPolicyAlgorithm):
         check_choice("warmup_actions", warmup_actions, WARMUP_ACTIONS)
         check_flag("independent_agents", independent_agents)
         check_flag("cuda_graph", cuda_graph)
+        replay_buffer_class = NextActionReplayBuffer if replay_buffer_class is None else replay_buffer_class
+        if not (isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, NextActionReplayBuffer)):
+            raise ValueError(
+                "replay_buffer_class must be NextActionReplayBuffer or a subclass of it (the model's reward target needs "
+                f"the next action it stores), got {replay_buffer_class!r}"
+            )
+        if check_flag("optimize_memory_usage", optimize_memory_usage):
+            raise ValueError(
+                "optimize_memory_usage=True is not supported: the replay buffer (NextActionReplayBuffer) also keeps "
+                "the action taken at each next observation and where an episode broke off, and samples them in SB3's "
+                "standard layout only, not in its memory-saving one; use optimize_memory_usage=False"
+            )
         super().__init__(
             policy,
             env,  # type: ignore[arg-type]
@@ -163,7 +183,8 @@ class NNMPPI(OffPolicyAlgorithm):
             batch_size=batch_size,
             train_freq=train_freq,
             gradient_steps=gradient_steps,
-            replay_buffer_class=NextActionReplayBuffer,
+            action_noise=action_noise,
+            replay_buffer_class=replay_buffer_class,
             replay_buffer_kwargs=replay_buffer_kwargs,
             policy_kwargs=policy_kwargs,
             stats_window_size=stats_window_size,

@@ -16,6 +16,9 @@ from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsReward
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult, check_flag
 from sb3_maxdiff.common.optimizers import AgentAdam
 
+# the seed of the generator that deterministic planning draws its noise from, anew at every call
+DETERMINISTIC_SEED = 0
+
 # torch.optim.Adam options that AgentAdam does not take (it is always one fused-by-shape update)
 _ADAM_IMPLEMENTATION_KWARGS = ("fused", "foreach", "capturable", "differentiable")
 
@@ -42,8 +45,11 @@ class MPPIPolicy(BasePolicy):
     and zeroes it where ``episode_start`` is True, like SB3's recurrent policies do with their
     hidden states; it never touches the warm start the algorithm keeps for training.
 
-    Planning is stochastic (sampled action sequences): ``deterministic`` has no effect, as in the
-    authors' evaluation; seed torch for reproducible actions.
+    Planning samples action sequences. ``deterministic=False`` draws them from torch's global stream, as in the
+    authors' evaluation (seed torch for reproducible actions). ``deterministic=True`` draws them from a generator
+    seeded with :data:`DETERMINISTIC_SEED` at every call: the action is then a function of the observation, the warm
+    start and the model alone, whatever was called before, while the planner weighs its samples as it always
+    does; torch's global stream is left as it was.
 
     :param observation_space: a Box observation space
     :param action_space: a bounded Box action space
@@ -140,13 +146,21 @@ class MPPIPolicy(BasePolicy):
         )
         return data
 
-    def plan(self, obs: PyTorchObs, nominal: th.Tensor | None = None, episode_start: th.Tensor | None = None) -> PlanResult:
+    def plan(
+        self,
+        obs: PyTorchObs,
+        nominal: th.Tensor | None = None,
+        episode_start: th.Tensor | None = None,
+        deterministic: bool = False,
+    ) -> PlanResult:
         """
         Plan for a batch of environments.
 
         :param obs: observations, shape (E, *obs_shape)
         :param nominal: warm start from the previous call, shape (E, H, m); None means episode start
         :param episode_start: bool (E,), True where an episode starts
+        :param deterministic: draw the sampling noise from a generator seeded with :data:`DETERMINISTIC_SEED` (the
+            same draws at every call; planned eagerly, not as a CUDA graph), not from torch's global stream
         :return: normalised actions (E, m), the new warm start, planner statistics (E, 4), all on the
             policy's device (nothing is copied to the host)
         """
@@ -159,6 +173,9 @@ class MPPIPolicy(BasePolicy):
             )
         if nominal is None:
             nominal = self.planner.initial_nominal(obs.shape[0], obs.device)
+        if deterministic:
+            generator = th.Generator(device=obs.device).manual_seed(DETERMINISTIC_SEED)
+            return self.planner.plan(self.model, obs, nominal, episode_start, generator)
         if self.cuda_graph:
             return self._graphs.plan(self.planner, self.model, obs, nominal, episode_start)
         return self.planner.plan(self.model, obs, nominal, episode_start)
@@ -206,7 +223,7 @@ class MPPIPolicy(BasePolicy):
         return self.unscale_action(scaled), scaled
 
     def _predict(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
-        return self.plan(observation).actions
+        return self.plan(observation, deterministic=deterministic).actions
 
     def forward(self, obs: PyTorchObs, deterministic: bool = False) -> th.Tensor:
         """
@@ -214,7 +231,7 @@ class MPPIPolicy(BasePolicy):
         (``predict`` threads the warm start through ``state`` and returns actions in the env's bounds).
 
         :param obs: observations, shape (E, *obs_shape)
-        :param deterministic: ignored (MPPI samples action sequences)
+        :param deterministic: the same sampling noise at every call (see the class docstring)
         :return: actions of shape (E, m)
         """
         return self._predict(obs, deterministic)
@@ -232,7 +249,8 @@ class MPPIPolicy(BasePolicy):
         :param observation: one observation or a batch (one per environment)
         :param state: the warm start returned by the previous call (None at the first call)
         :param episode_start: True for environments whose episode just started
-        :param deterministic: ignored (MPPI samples action sequences)
+        :param deterministic: plan with the same sampling noise at every call, so that the action depends on the
+            observation, state and model alone (see the class docstring); False: noise from torch's global stream
         :return: actions in the environment's bounds, and the new state
         """
         self.set_training_mode(False)
@@ -249,7 +267,7 @@ class MPPIPolicy(BasePolicy):
         starts = None
         if episode_start is not None:
             starts = th.as_tensor(np.asarray(episode_start, dtype=bool).reshape(n_envs), device=self.device)
-        result = self.plan(obs_tensor, nominal, starts)
+        result = self.plan(obs_tensor, nominal, starts, deterministic)
         scaled, n_nonfinite = result.actions.cpu().numpy(), result.stat("nonfinite").sum().item()
         self.warn_nonfinite(n_nonfinite)
         actions, _ = self.env_actions(scaled)
