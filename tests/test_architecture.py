@@ -40,7 +40,7 @@ def offending(paths: list[Path], forbidden: tuple[str, ...]) -> dict[str, list[s
     return found
 
 
-@pytest.mark.parametrize("folder", ["common", "nnmppi", "maxdiff", "envs", "wrappers", "hyperparams"])
+@pytest.mark.parametrize("folder", ["common", "nnmppi", "maxdiff", "envs", "wrappers", "synthesis", "hyperparams"])
 def test_the_library_never_imports_the_app_layer(folder):
     assert offending(files(folder), APP) == {}
     assert offending([PACKAGE / "__init__.py"], APP) == {}

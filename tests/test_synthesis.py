@@ -1,0 +1,118 @@
+"""The MPPI controller over known dynamics (MaxDiff trajectory synthesis) against cases with known answers."""
+
+import numpy as np
+import pytest
+import torch as th
+
+from sb3_maxdiff.common.mppi import mppi_weights, smoothing_matrix
+from sb3_maxdiff.synthesis import (
+    DifferentialDrive,
+    DoubleIntegrator,
+    MPPIController,
+    SingleIntegrator,
+    bimodal_gaussian_potential,
+    quadratic_potential,
+    reward_of,
+)
+
+
+def test_with_alpha_zero_it_is_plain_mppi_computed_by_hand(monkeypatch):
+    """One command on a single integrator in a quadratic potential, with the noise fixed: MPPI's update by hand."""
+    horizon, samples, dt = 3, 4, 0.1
+    draws = th.randn(1, samples, horizon, 2, generator=th.Generator().manual_seed(0))
+    monkeypatch.setattr(th, "randn", lambda *shape, **kwargs: draws.clone())
+    controller = MPPIController(
+        SingleIntegrator(dt), running_cost=quadratic_potential(), state_dim=2, action_dim=2, horizon=horizon,
+        n_samples=samples, temperature=0.5, noise_std=0.3, control_cost=False,
+    )  # fmt: skip
+    state = th.tensor([1.0, -2.0])
+    action = controller.command(state)
+    noise = smoothing_matrix(horizon) @ (draws[0] * 0.3)  # (K, H, 2), around a zero warm start
+    positions = state + dt * noise.cumsum(dim=1)  # x_1 .. x_H of each sample
+    returns = -(positions**2).sum(dim=(-2, -1))
+    weights = mppi_weights(returns[None], 0.5)[0]
+    th.testing.assert_close(action, (weights[:, None, None] * noise).sum(dim=0)[0])
+
+
+def test_plain_mppi_drives_to_the_minimum_of_a_quadratic_potential():
+    th.manual_seed(0)
+    system = SingleIntegrator()
+    controller = MPPIController(system, running_cost=quadratic_potential(), state_dim=2, action_dim=2, horizon=15,
+                                n_samples=200, noise_std=1.0, low=[-1, -1], high=[1, 1])  # fmt: skip
+    state = th.tensor([-4.0, -2.0])
+    for _ in range(120):
+        action = controller.command(state)
+        assert (action.abs() <= 1.0 + 1e-6).all()  # the bounds hold
+        state = system(state[None], action[None])[0]
+    assert th.linalg.norm(state) < 0.3
+
+
+def spread(alpha: float, seed: int = 0, steps: int = 300) -> float:
+    """Std of the positions a differential drive visits in the quadratic potential, after it has come down."""
+    th.manual_seed(seed)
+    system = DifferentialDrive()
+    controller = MPPIController(
+        system, running_reward=reward_of(quadratic_potential()), state_dim=3, action_dim=2, horizon=20, n_samples=200,
+        temperature=0.5, noise_std=0.3, alpha=alpha, explr_dims=[0, 1], control_cost=False, low=[-1, -1], high=[1, 1],
+    )  # fmt: skip
+    state, visited = th.tensor([-4.0, -2.0, 0.0]), []
+    for _ in range(steps):
+        state = system(state[None], controller.command(state)[None])[0]
+        visited.append(state[:2].clone())
+    return float(th.stack(visited[steps // 2 :]).std(dim=0).mean())
+
+
+def test_the_spread_of_the_visited_positions_grows_with_alpha():
+    """alpha 0 settles at the bottom; with the entropy term the vehicle keeps moving over the basin, more for larger alpha."""
+    spreads = [spread(alpha) for alpha in (0.0, 10.0, 100.0)]
+    assert spreads[0] < 0.1 and spreads[1] > 0.25 and spreads[2] > 1.2 * spreads[1], spreads
+
+
+def test_each_state_of_a_batch_has_its_own_warm_start_and_reset_forgets_them():
+    th.manual_seed(1)
+    controller = MPPIController(DoubleIntegrator(), running_cost=quadratic_potential(), state_dim=4, action_dim=2,
+                                horizon=5, n_samples=32)  # fmt: skip
+    states = th.tensor([[1.0, 0.0, 0.0, 0.0], [-1.0, 2.0, 0.0, 0.0]])
+    actions = controller.command(states)
+    assert actions.shape == (2, 2) and controller.nominal.shape == (2, 5, 2)
+    kept = controller.nominal.clone()
+    controller.command(states)
+    assert not th.equal(controller.nominal, kept)  # planned on from the previous sequences
+    controller.reset()
+    assert controller.nominal is None
+    assert controller.command(states[0]).shape == (2,)
+
+
+def test_the_bimodal_potential_has_its_wells_at_its_centres():
+    potential = bimodal_gaussian_potential(((-2.0, 0.0), (2.0, 0.0)), width=1.0)
+    values = potential(th.tensor([[-2.0, 0.0], [2.0, 0.0], [0.0, 0.0], [10.0, 10.0]]))
+    assert values[0] == values[1] and values[0] < values[2] < values[3]
+    assert values[0].item() == pytest.approx(-1.0 - np.exp(-8.0))
+
+
+def test_a_differential_drive_moves_along_its_heading():
+    state = th.tensor([[0.0, 0.0, np.pi / 2]])
+    next_state = DifferentialDrive(dt=0.5)(state, th.tensor([[2.0, 0.4]]))
+    th.testing.assert_close(next_state, th.tensor([[0.0, 1.0, np.pi / 2 + 0.2]]), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(running_reward=None), "exactly one of running_reward and running_cost"),
+        (dict(low=[-1, -1]), "both low and high"),
+        (dict(low=[1, -1], high=[-1, 1]), "low < high"),
+        (dict(alpha=-1.0), "alpha must be a number >= 0"),
+        (dict(horizon=0), "horizon must be an integer >= 1"),
+    ],
+)
+def test_bad_arguments_name_the_parameter(kwargs, match):
+    arguments = {"running_reward": reward_of(quadratic_potential()), "state_dim": 2, "action_dim": 2, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        MPPIController(SingleIntegrator(), **arguments)
+
+
+def test_a_state_of_the_wrong_size_is_refused():
+    controller = MPPIController(SingleIntegrator(), running_cost=quadratic_potential(), state_dim=2, action_dim=2)
+    with pytest.raises(ValueError, match=r"state must have shape \(2,\) or \(E, 2\), got \(3,\)"):
+        controller.command([0.0, 0.0, 0.0])
