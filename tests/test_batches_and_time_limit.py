@@ -180,3 +180,46 @@ def test_batched_evaluation_plans_each_agent_on_its_own_and_says_so(tmp_path):
     for spec in specs:
         os.remove(tmp_path / spec.relpath / "result.json")
     assert [result["evaluation"] for result in execute_group(specs, out)] == ["one agent at a time"] * 4
+
+
+def _parameters(path) -> dict:
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    _, params, _ = load_from_zip_file(path, device="cpu")
+    return params["policy"]
+
+
+@pytest.mark.parametrize(
+    "preset, setting, methods, seeds",
+    [
+        ("swimmer-methods", "heavy", ["maxdiff", "nnmppi"], [0, 1]),  # a mixed batch: every episode ends together
+        ("point-mass-beta", "beta=1", ["maxdiff"], [3]),  # one run
+    ],
+)
+def test_a_run_stopped_by_its_time_limit_resumes_as_if_it_had_never_stopped(
+    tmp_path, monkeypatch, preset, setting, methods, seeds
+):
+    """Stopped at its second episode end and resumed: the same episodes, parameters and evaluation as without the stop."""
+    import numpy as np
+
+    specs = build_specs(preset, "smoke", seeds, settings=[setting], methods=methods)
+    specs = [RunSpec(**{**spec.to_json(), "eval_env_ids": tuple(spec.eval_env_ids)}) for spec in specs]
+    straight, stopped = str(tmp_path / "straight"), str(tmp_path / "stopped")
+    uninterrupted = execute_group(specs, straight)
+    ends = []
+    monkeypatch.setattr(Deadline, "episode_ended", lambda self: ends.append(1) or len(ends) == 2)
+    with pytest.raises(TimeLimitReached):
+        execute_group(specs, stopped, options=ExecutionOptions(deadline=1e12))
+    monkeypatch.undo()
+    resumed = execute_group(specs, stopped)
+    for spec, first, second in zip(specs, uninterrupted, resumed):
+        assert second["resumed_from_steps"] == 200 and first["resumed_from_steps"] == 0
+        assert json.loads((tmp_path / "stopped" / spec.relpath / "resumes.json").read_text())[0]["exact"] is True
+        assert _monitor_rows(straight, spec) and [(row["r"], row["l"]) for row in _monitor_rows(straight, spec)] == [
+            (row["r"], row["l"]) for row in _monitor_rows(stopped, spec)
+        ]
+        assert second["eval_returns"] == first["eval_returns"]
+        params = [_parameters(os.path.join(out, spec.relpath, "model.zip")) for out in (straight, stopped)]
+        assert params[0].keys() == params[1].keys()
+        for key in params[0]:
+            np.testing.assert_array_equal(params[0][key].numpy(), params[1][key].numpy(), err_msg=key)

@@ -18,10 +18,14 @@ import hashlib
 import inspect
 import json
 import os
+import pickle
+import random
 import time
 from typing import Any, NamedTuple
 
 import gymnasium as gym
+import numpy as np
+import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -233,6 +237,21 @@ def make_env(env_id: str, spec: RunSpec) -> gym.Env:
     return gym.make(env_id, **kwargs)
 
 
+class ResetRandomState(gym.Wrapper):
+    """
+    Notes the state of the environment's random generator just before each reset, so that a checkpoint taken after
+    an episode ended can restore it and redo that reset exactly (:func:`restore_random_state`).
+    """
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.before_last_reset: dict[str, Any] | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        self.before_last_reset = None if seed is not None else copy.deepcopy(self.env.unwrapped.np_random.bit_generator.state)
+        return self.env.reset(seed=seed, options=options)
+
+
 class SeedOffset(gym.Wrapper):
     """
     Adds ``offset`` to every seed that ``reset`` is given: environment i of a VecEnv, which SB3 seeds with
@@ -252,7 +271,7 @@ def _training_env(specs: list[RunSpec], run_dirs: list[str], resume: bool) -> Du
 
     def make(index: int, spec: RunSpec, run_dir: str) -> Any:
         def build() -> gym.Env:
-            env = make_env(spec.env_id, spec)
+            env = ResetRandomState(make_env(spec.env_id, spec))
             offset = spec.seed - specs[0].seed - index  # SB3 seeds environment i with (first seed) + i
             env = SeedOffset(env, offset) if offset else env
             return Monitor(env, os.path.join(run_dir, MONITOR_FILE), override_existing=not resume)
@@ -265,11 +284,58 @@ def _training_env(specs: list[RunSpec], run_dirs: list[str], resume: bool) -> Du
 # ----------------------------------------------------------------------------------------------- checkpoints
 
 
-def save_checkpoint(directory: str, model: Any, episodes: list[int], visited: list[list]) -> None:
-    """Model and replay buffer at ``model.num_timesteps``, then the pointer to them, then old ones deleted."""
+def random_state(model: Any, ended: list[bool]) -> dict[str, Any]:
+    """
+    Every random stream a run draws from: torch's (CPU and CUDA), numpy's and Python's global ones, the action
+    space's (random warm-up actions), and each environment's as it was before its last reset where that reset began
+    the current episode (``ended``: the environment's episode ended at the last step), None elsewhere.
+    """
+    envs = model.get_env().envs
+    return {
+        "torch": th.get_rng_state(),
+        "cuda": th.cuda.get_rng_state_all() if th.cuda.is_available() else None,
+        "numpy": np.random.get_state(),
+        "python": random.getstate(),
+        "action_space": copy.deepcopy(model.action_space.np_random.bit_generator.state),
+        "envs": [env.get_wrapper_attr("before_last_reset") if done else None for env, done in zip(envs, ended)],
+    }
+
+
+def restore_random_state(model: Any, state: dict[str, Any]) -> bool:
+    """
+    Put back the streams of :func:`random_state` if every environment's episode had just ended (each environment's
+    generator set to redo the reset that began its next episode; SB3 resets them when ``learn`` starts); the run then
+    continues exactly as it would have without the stop. Returns False, changing nothing, otherwise.
+    """
+    if any(env_state is None for env_state in state["envs"]):
+        return False
+    th.set_rng_state(state["torch"])
+    if state["cuda"] is not None and th.cuda.is_available():
+        th.cuda.set_rng_state_all(state["cuda"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    model.action_space.np_random.bit_generator.state = state["action_space"]
+    vec_env = model.get_env()
+    vec_env._reset_seeds()  # SB3's load seeded the next reset (set_random_seed): the restored generators draw it
+    for env, env_state in zip(vec_env.envs, state["envs"]):
+        generator, _ = gym.utils.seeding.np_random()
+        generator.bit_generator.state = env_state
+        env.unwrapped.np_random = generator
+    return True
+
+
+def save_checkpoint(directory: str, model: Any, episodes: list[int], visited: list[list], ended: list[bool]) -> None:
+    """
+    Model, replay buffer and random streams at ``model.num_timesteps`` (taken between two steps: the last step's
+    transition stored, its updates made), then the pointer to them, then old ones deleted.
+
+    :param ended: for each environment, whether its episode ended at the last step
+    """
     steps = model.num_timesteps
     model.save(os.path.join(directory, f"checkpoint_{steps}.zip"))
     model.save_replay_buffer(os.path.join(directory, f"checkpoint_{steps}_replay_buffer.pkl"))
+    with open(os.path.join(directory, f"checkpoint_{steps}_random_state.pkl"), "wb") as file:
+        pickle.dump(random_state(model, ended), file)
     pointer = {"timesteps": steps, "agent_timesteps": steps // len(episodes), "episodes": episodes, "visited_cells": visited}
     write_json(os.path.join(directory, CHECKPOINT_FILE), pointer)
     remove_checkpoints(directory, keep=steps)
@@ -309,13 +375,15 @@ def _truncate_monitor(path: str, episodes: int) -> None:
         file.writelines(lines[: 2 + episodes])
 
 
-def _record_resume(run_dir: str, episodes: int, agent_timesteps: int) -> None:
+def _record_resume(run_dir: str, episodes: int, agent_timesteps: int, exact: bool = False) -> None:
     """
     Note in ``resumes.json`` that the run continues from ``agent_timesteps`` after its first ``episodes`` monitor
-    rows, dropping the notes of later checkpoints (those of an earlier try that was stopped again).
+    rows (``exact``: with every random stream put back, as if never stopped), dropping the notes of later checkpoints
+    (those of an earlier try that was stopped again).
     """
     kept = [resume for resume in read_resumes(run_dir) if resume["agent_timesteps"] < agent_timesteps]
-    write_json(os.path.join(run_dir, RESUMES_FILE), [*kept, {"episodes": episodes, "agent_timesteps": agent_timesteps}])
+    note = {"episodes": episodes, "agent_timesteps": agent_timesteps, "exact": exact}
+    write_json(os.path.join(run_dir, RESUMES_FILE), [*kept, note])
 
 
 def _ergodicity_logger(run_dir: str, spec: RunSpec, env_index: int, steps_before: int, visited: list) -> Any:
@@ -345,7 +413,9 @@ def _ergodicity_logger(run_dir: str, spec: RunSpec, env_index: int, steps_before
 class _GroupHook(BaseCallback):
     """
     Progress, each run's episode count and the group's checkpoints (when an episode ends, and when training stops
-    before the time limit: at an episode end where it can, at any step where it must).
+    before the time limit: at an episode end where it can, at any step where it must). A checkpoint asked for at a
+    step is written at the start of the next one, once SB3 has stored the step's transition and made its updates;
+    a stop then ends training at that next step, which is not kept.
     """
 
     def __init__(
@@ -363,6 +433,8 @@ class _GroupHook(BaseCallback):
         self.deadline = deadline or Deadline(None)
         self.last_checkpoint = 0
         self.stopped = False
+        self.pending: str | None = None  # "checkpoint" or "stop", asked for at the last step
+        self.ended: list[bool] = []  # which environments' episodes ended at the last step
 
     @property
     def agent_steps(self) -> int:
@@ -371,26 +443,34 @@ class _GroupHook(BaseCallback):
     def _on_training_start(self) -> None:
         self.last_checkpoint = self.agent_steps
 
+    def _on_rollout_start(self) -> None:
+        if self.pending is not None:
+            self._checkpoint()
+            self.stopped = self.pending == "stop"
+            self.pending = None
+
     def _on_step(self) -> bool:
+        if self.stopped:
+            return False  # this step is not kept: the checkpoint was taken before it
         for _ in range(self.training_env.num_envs):
             self.progress()
         dones = self.locals["dones"]
         for index, done in enumerate(dones):
             self.episodes[index] += int(done)
+        self.ended = [bool(done) for done in dones]
         if self.deadline.at is not None:
             ended = dones.any() and self.deadline.episode_ended()
             if ended or self.deadline.left() < self.deadline.reserve():
-                self._checkpoint()
-                self.stopped = True
-                return False
+                self.pending = "stop"
+                return True
         if self.every and dones.any() and self.agent_steps - self.last_checkpoint >= self.every:
-            self._checkpoint()
+            self.pending = "checkpoint"
         return True
 
     def _checkpoint(self) -> None:
         start = time.time()
         visited = [sorted(logger.visited) if logger is not None else [] for logger in self.ergodicity]
-        save_checkpoint(self.directory, self.model, list(self.episodes), visited)
+        save_checkpoint(self.directory, self.model, list(self.episodes), visited, self.ended)
         self.last_checkpoint = self.agent_steps
         self.deadline.save_seconds = max(self.deadline.save_seconds, time.time() - start)
 
@@ -415,16 +495,23 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
     resume = os.path.exists(os.path.join(directory, CHECKPOINT_FILE)) and all(
         os.path.exists(os.path.join(run_dir, MONITOR_FILE)) for run_dir in run_dirs
     )
+    exact = False
     if resume:
         checkpoint = read_checkpoint(directory, len(specs))
         for run_dir, episodes in zip(run_dirs, checkpoint["episodes"]):
             _truncate_monitor(os.path.join(run_dir, MONITOR_FILE), episodes)
-            _record_resume(run_dir, episodes, checkpoint["agent_timesteps"])
         stem = os.path.join(directory, f"checkpoint_{checkpoint['timesteps']}")
         env = _training_env(specs, run_dirs, resume=True)
         model = algo.load(f"{stem}.zip", env=env, device=first.device, **options.model_kwargs(algo))
         model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
         done, episodes, visited = checkpoint["agent_timesteps"], checkpoint["episodes"], checkpoint["visited_cells"]
+        if os.path.exists(f"{stem}_random_state.pkl"):
+            with open(f"{stem}_random_state.pkl", "rb") as file:
+                exact = restore_random_state(model, pickle.load(file))
+        else:  # a checkpoint of an earlier version
+            exact = False
+        for run_dir, kept in zip(run_dirs, episodes):
+            _record_resume(run_dir, kept, done, exact)
     else:
         remove_checkpoints(directory)
         for run_dir in run_dirs:
@@ -433,7 +520,9 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
         env = _training_env(specs, run_dirs, resume=False)
         model = _new_model(specs, env, options, **({"independent_agents": True} if batched else {}))
         done, episodes, visited = 0, [0] * len(specs), [[] for _ in specs]
-    if batched or done:  # a resumed run continues on seeds of its own; a batch's environments follow their seeds
+    if (batched or done) and not exact:
+        # a run resumed where not every episode had ended continues on seeds of its own; a batch's environments
+        # follow their seeds
         model.set_random_seed(first.seed + done)
     return model, done, episodes, visited
 
