@@ -61,3 +61,8 @@ def on_recording_platform() -> bool:
 
 # the smallest planner and networks that still exercise every code path: for tests that train a few steps
 TINY = dict(horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
+
+
+# the limit on a test's child process: a guard against a hung process, not a check of speed, so generous enough that
+# a machine busy with other work still passes
+SUBPROCESS_TIMEOUT = 1800

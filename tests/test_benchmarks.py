@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import SUBPROCESS_TIMEOUT
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -14,7 +15,7 @@ def test_benchmark_script_runs_with_a_tiny_budget(tmp_path):
     command = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--configs", "point-mass", "--calls", "1",
                "--buffer-size", "2000", "--fills", "500", "2000", "--bf16-seconds", "0", "--no-scaling",
                "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300).stdout
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
     assert "| point-mass |" in printed
     row = json.loads(out.read_text())["configs"][0]
     for key in ("plan_ms", "gemm_floor_ms", "mm_floor_ms", "plan_bf16_ms", "update_ms_2000", "step_ms_2000",
@@ -27,7 +28,7 @@ def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path):
     out = tmp_path / "agents.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "agents.py"), "--configs", "point-mass", "--agents", "2",
                "--calls", "1", "--fill", "500", "--cuda-graph", "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300).stdout
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
     assert "| point-mass | 2 |" in printed and "graph speed-up" in printed
     (row,) = json.loads(out.read_text())["rows"]
     assert row["n_agents"] == 2
@@ -40,13 +41,13 @@ def test_profile_script_reports_each_part_of_a_step(tmp_path):
     out = tmp_path / "profile.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "profile_step.py"), "--device", "cpu", "--config", "point-mass",
                "--cases", "1", "2", "--calls", "1", "--fill", "500", "--threads", "1", "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300).stdout
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
     assert "| 2 | False | 5 updates |" in printed
     rows = json.loads(out.read_text())["rows"]
     assert [(row["n_agents"], row["part"]) for row in rows] == [(1, "plan"), (1, "5 updates"), (2, "plan"), (2, "5 updates")]
     for row in rows:
         assert row["host_ms"] > 0 and row["kernel_launches"] == 0 and row["gpu_busy_ms"] == 0  # no CUDA on a CPU
-    bad = subprocess.run([*command[:-2], "--cases", "4:fast"], capture_output=True, text=True, timeout=300)
+    bad = subprocess.run([*command[:-2], "--cases", "4:fast"], capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
     assert bad.returncode != 0 and "case must be N or N:graph with N >= 1, got '4:fast'" in bad.stderr
 
 
@@ -54,7 +55,7 @@ def test_threads_benchmark_runs_with_a_tiny_budget():
     """The threads command of README's performance tips, two timed steps per run on the point mass."""
     command = [sys.executable, str(ROOT / "benchmarks" / "threads.py"), "--env", "sb3_maxdiff/PointMass-beta1-v0",
                "--steps", "2", "--repeats", "1", "--threads", "1", "0"]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300).stdout
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
     rows = [line for line in printed.splitlines() if line.startswith("| 1 |") or line.startswith("| default (")]
     assert len(rows) == 2 and all(float(row.split(" | ")[1]) > 0 for row in rows), printed
 
@@ -87,7 +88,7 @@ def test_mixed_batch_benchmark_runs_with_a_tiny_budget(tmp_path):
     out = tmp_path / "mixed.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "agents.py"), "--configs", "point-mass", "--agents", "2",
                "--calls", "1", "--fill", "500", "--mixed", "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300).stdout
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
     assert "one mixed batch" in printed and "| point-mass | 2 |" in printed
     (row,) = json.loads(out.read_text())["rows"]
     ratio = row["two_batches_ms_per_agent_step"] / row["mixed_ms_per_agent_step"]

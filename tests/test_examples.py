@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import SUBPROCESS_TIMEOUT
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -12,7 +13,7 @@ def test_demo_runs_with_a_tiny_budget(tmp_path):
     subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo_point_mass.py"), "--steps", "1100", "--out", str(tmp_path)],
         check=True,
-        timeout=300,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     assert (tmp_path / "point_mass_paths_and_returns.png").stat().st_size > 10_000
     results = json.loads((tmp_path / "returns.json").read_text())
@@ -27,7 +28,9 @@ def test_demo_runs_with_a_tiny_budget(tmp_path):
 
 @pytest.mark.expensive
 def test_quickstart(tmp_path):
-    subprocess.run([sys.executable, str(ROOT / "examples" / "quickstart.py")], check=True, cwd=tmp_path, timeout=900)
+    subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "quickstart.py")], check=True, cwd=tmp_path, timeout=SUBPROCESS_TIMEOUT
+    )
     assert (tmp_path / "maxdiff_point_mass.zip").exists()
 
 
@@ -37,7 +40,7 @@ def test_swimmer_demo_runs_the_kept_agents(tmp_path):
     subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo_swimmer.py"), *options],
         check=True,
-        timeout=300,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     assert (tmp_path / "swimmer_paths_and_curves.png").stat().st_size > 10_000
     summary = json.loads((tmp_path / "swimmer_returns.json").read_text())
@@ -56,3 +59,12 @@ def test_kept_swimmer_agents_are_the_runs_final_models():
         model = algo.load(path, device="cpu")
         assert model.num_timesteps == 50_000 and not model.policy.optimizer.state
         assert model.observation_space.shape == (10,)
+
+
+def test_synthesis_example_runs_with_a_tiny_budget(tmp_path):
+    """The trajectory-synthesis examples (known dynamics, no learning): the figure and the alpha table."""
+    command = [sys.executable, str(ROOT / "examples" / "synthesis.py"), "--steps", "10", "--out", str(tmp_path)]
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    assert (tmp_path / "synthesis_examples.png").stat().st_size > 10_000
+    rows = [line for line in printed.splitlines() if line.startswith(("| 0 |", "| 1 |", "| 10 |", "| 100 |"))]
+    assert len(rows) == 4

@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import SUBPROCESS_TIMEOUT
 
 from sb3_maxdiff.envs import ANT, SWIMMER_HEAVY, SWIMMER_LIGHT
 from sb3_maxdiff.experiments import presets
@@ -57,7 +58,7 @@ def test_sac_zoo_without_rl_zoo_names_the_extra():
         "else:\n"
         "    raise AssertionError('no error')\n"
     )
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=SUBPROCESS_TIMEOUT)
 
 
 def test_single_shot_preset_uses_the_authors_single_shot_settings():

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import SUBPROCESS_TIMEOUT
 
 from sb3_maxdiff.experiments import execution, training
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
@@ -299,7 +300,7 @@ def test_smoke_preset_lists_and_runs_without_optuna_and_rl_zoo(tmp_path):
         f"assert main(['report', {str(tmp_path)!r}]) == 0\n"
         "assert 'sb3_maxdiff.zoo' not in sys.modules\n"
     )
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=SUBPROCESS_TIMEOUT)
     assert (tmp_path / "point-mass-beta" / "smoke" / "beta=1" / "nnmppi" / "seed_0" / "result.json").exists()
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import yaml
 from fake_hub import LocalHub
+from helpers import SUBPROCESS_TIMEOUT
 
 import sb3_maxdiff  # noqa: F401
 from sb3_maxdiff import MaxDiffMPPI
@@ -215,7 +216,7 @@ def test_commands_without_the_zoo_extra_say_which_extra_in_one_line(module):
         f"sys.argv = ['{module}', *(['push'] if '{module}' == 'sb3_maxdiff.hub' else []), '--help']\n"
         f"runpy.run_module('{module}', run_name='__main__')\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "pip install 'sb3-maxdiff[zoo]'" in done.stderr
@@ -264,7 +265,7 @@ def test_package_on_a_machine_with_no_display_gives_a_package_and_says_whether_i
     environment = {key: value for key, value in os.environ.items() if key not in BACKEND_VARIABLES}
     options = ["--algo", "nnmppi", "--env", env_id, "-f", "logs", "-n", "30", "--env-kwargs", "max_episode_steps:30"]
     command = [sys.executable, "-m", "sb3_maxdiff.hub", "package", *options, "--n-eval-episodes", "1", "--output", "packaged"]
-    done = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
     assert done.returncode == 0, done.stderr[-2000:]
     package = tmp_path / "packaged"
     assert (package / "results.json").exists() and (package / "README.md").exists()

@@ -4,6 +4,7 @@ import sys
 import optuna
 import pytest
 import yaml
+from helpers import SUBPROCESS_TIMEOUT
 from rl_zoo3.utils import get_wrapper_class
 from stable_baselines3.common.env_util import make_vec_env
 
@@ -94,7 +95,7 @@ def test_register_with_zoo():
 
 def run(module: str, *args: str, cwd) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=cwd, check=True, timeout=300, capture_output=True, text=True
+        [sys.executable, "-m", module, *args], cwd=cwd, check=True, timeout=SUBPROCESS_TIMEOUT, capture_output=True, text=True
     )
 
 
@@ -120,7 +121,7 @@ def test_optimize_shares_one_sqlite_study_between_two_processes(tmp_path):
     processes = [
         subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)
     ]
-    assert [p.wait(timeout=300) for p in processes] == [0, 0]
+    assert [p.wait(timeout=SUBPROCESS_TIMEOUT) for p in processes] == [0, 0]
     study = optuna.load_study(
         study_name="nnmppi-sb3_maxdiff_PointMass-beta1-v0", storage=f"sqlite:///{tmp_path / 'logs' / 'optuna.db'}"
     )
