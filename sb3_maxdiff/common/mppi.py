@@ -248,11 +248,11 @@ class MPPIPlanner:
         :return: the scores and the path entropies (zeros without the MaxDiff term), both of shape (E, K)
         """
         settings, scores = self.settings, returns
-        if settings.per_agent_control_cost:
+        if settings.control_cost:  # True, or a non-empty tuple of per-agent flags
             control = 0.5 * settings.temperature * (noise**2).sum(dim=(-2, -1)) / settings.noise_std**2
-            scores = scores - settings.control_cost_mask(returns.device, scores.dtype) * control
-        elif settings.control_cost:
-            scores = scores - 0.5 * settings.temperature * (noise**2).sum(dim=(-2, -1)) / settings.noise_std**2
+            if settings.per_agent_control_cost:
+                control = settings.control_cost_mask(returns.device, scores.dtype) * control
+            scores = scores - control
         entropy = th.zeros_like(scores)
         if self.path_entropy is not None:
             entropy = self.path_entropy.entropy(states)
