@@ -40,6 +40,12 @@ def test_a_mixed_batch_gives_each_agent_its_runs_alpha_and_control_term():
     assert kwargs["control_cost"] == [False, True, False, True]
     sweep = build_specs("swimmer-alpha", "smoke", range(1), settings=["alpha=1", "alpha=1000"])
     assert batch_kwargs(sweep)["alpha"] == [1.0, 1000.0] and batch_kwargs(sweep)["control_cost"] is False
+    # MaxDiff with alpha="auto" beside the published alpha and NN-MPPI: one batch, each agent its own alpha
+    auto = build_specs("alpha-auto", "smoke", range(1), settings=["heavy"])
+    assert [spec.method for spec in auto] == ["maxdiff-auto", "maxdiff", "nnmppi"]
+    (batch,) = group_runs(auto, batch_cells=True)
+    assert batch_kwargs(batch)["alpha"] == ["auto", 100.0, 0.0]
+    assert batch_kwargs(batch)["control_cost"] == [False, False, True]
     # the seeds of one cell: its own keyword arguments, as --batch-seeds builds them
     one_cell = [spec for spec in specs if spec.method == "maxdiff"]
     assert batch_kwargs(one_cell) == one_cell[0].algo_kwargs
@@ -194,6 +200,7 @@ def _parameters(path) -> dict:
     [
         ("swimmer-methods", "heavy", ["maxdiff", "nnmppi"], [0, 1]),  # a mixed batch: every episode ends together
         ("point-mass-beta", "beta=1", ["maxdiff"], [3]),  # one run
+        ("alpha-auto", "beta=0.01", ["maxdiff-auto"], [0]),  # alpha="auto": its value resumes with the model
     ],
 )
 def test_a_run_stopped_by_its_time_limit_resumes_as_if_it_had_never_stopped(

@@ -81,6 +81,10 @@ def assert_same_training_state(first, second, exact: bool) -> None:
 
 
 def test_graphed_updates_off_cuda_are_the_eager_updates():
+    """
+    The fallback, not the graphs (those are tested on CUDA below): off CUDA nothing is captured (no graph, no eager
+    first step kept) and the updates are the eager ones bit for bit, skipped rows of a NaN agent included.
+    """
     graphed, eager = agents_and_optimizer(), agents_and_optimizer()
     updates = GraphedUpdates()
     for data in replay_draws("cpu"):
@@ -162,6 +166,7 @@ def test_plan_graph_needs_a_cuda_device():
 
 @pytest.mark.parametrize("batched", [False, True])
 def test_graphed_planning_off_cuda_is_the_eager_planner(batched):
+    """The fallback off CUDA: no graph captured, none failed, the plans those of the eager planner bit for bit."""
     planner, model = planner_and_model(batched)
     graphs = GraphedPlanning()
     n_envs = 3 if batched else 2

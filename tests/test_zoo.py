@@ -1,6 +1,7 @@
 import subprocess
 import sys
 
+import numpy as np
 import optuna
 import pytest
 import yaml
@@ -102,7 +103,7 @@ def run(module: str, *args: str, cwd) -> subprocess.CompletedProcess:
 TINY = ["-params", "horizon:5", "n_samples:16", "learning_starts:50"]
 
 
-def test_train_and_enjoy(tmp_path):
+def test_train_enjoy_and_record_video(tmp_path):
     env = "sb3_maxdiff/PointMass-beta0_01-v0"
     run("sb3_maxdiff.train", "--algo", "maxdiff", "--env", env, "-n", "200", "--eval-freq", "-1", *TINY, cwd=tmp_path)
     assert (
@@ -110,6 +111,14 @@ def test_train_and_enjoy(tmp_path):
     ).exists()
     out = run("sb3_maxdiff.enjoy", "--algo", "maxdiff", "--env", env, "-f", "logs", "--no-render", "-n", "1000", cwd=tmp_path)
     assert "Mean reward" in out.stdout
+    # record_video: a 30-step video of the trained agent, 31 frames of the moving point (moviepy reads it back)
+    from moviepy import VideoFileClip
+
+    run("sb3_maxdiff.record_video", "--algo", "maxdiff", "--env", env, "-f", "logs", "-n", "30", cwd=tmp_path)
+    (video,) = (tmp_path / "logs").glob("**/videos/*.mp4")
+    frames = list(VideoFileClip(str(video)).iter_frames())
+    assert len(frames) == 31 and frames[0].shape == (128, 128, 3)
+    assert max(np.abs(frame.astype(int) - frames[0]).max() for frame in frames) > 50  # the picture changes
 
 
 def test_optimize_shares_one_sqlite_study_between_two_processes(tmp_path):

@@ -15,15 +15,17 @@ from sb3_maxdiff.common.models import DynamicsRewardModel
 
 # Scores that are not finite (diverging model) get this value: they receive ~zero weight.
 INVALID_SCORE = -1e30
-# Planner statistics returned per environment, in this order.
-STAT_NAMES = ("ess", "path_entropy", "predicted_return", "nonfinite")
+# Planner statistics returned per environment, in this order: the effective sample size, the weighted means of the
+# path entropy and of the predicted return, the count of non-finite values, and the spreads (standard deviations over
+# the samples, finite values only) of the predicted return and of the path entropy.
+STAT_NAMES = ("ess", "path_entropy", "predicted_return", "nonfinite", "return_spread", "entropy_spread")
 
 
 class PlanResult(NamedTuple):
     """
     :param actions: normalised actions to execute, shape (E, m)
     :param nominal: updated nominal sequences (warm start of the next call), shape (E, H, m)
-    :param stats: per-environment statistics named by ``STAT_NAMES``, shape (E, 4)
+    :param stats: per-environment statistics named by ``STAT_NAMES``, shape (E, 6)
     """
 
     actions: th.Tensor
@@ -45,6 +47,18 @@ def smoothing_matrix(horizon: int, device: th.device | str = "cpu", dtype: th.dt
     steps = th.arange(horizon, device=device)
     lag = (steps[:, None] - steps[None, :]).to(dtype)
     return th.where(lag >= 0, 0.5 ** (lag + 1), th.zeros((), dtype=dtype, device=device))
+
+
+def sample_spread(values: th.Tensor) -> th.Tensor:
+    """The standard deviation over the samples (last dim) of the finite values, shape (E, K) -> (E,); 0 where fewer
+    than two are finite."""
+    finite = th.isfinite(values)
+    count = finite.sum(dim=-1).to(values.dtype)
+    zero = th.zeros((), dtype=values.dtype, device=values.device)
+    values = th.where(finite, values, zero)
+    mean = values.sum(dim=-1) / count.clamp(min=1.0)
+    deviation = th.where(finite, values - mean[:, None], zero)
+    return ((deviation**2).sum(dim=-1) / count.clamp(min=1.0)).sqrt()
 
 
 def warm_start(nominal: th.Tensor, reset: th.Tensor | None) -> th.Tensor:
@@ -313,6 +327,8 @@ class MPPIPlanner:
                 (weights * th.nan_to_num(entropy)).sum(dim=-1),
                 (weights * th.nan_to_num(returns)).sum(dim=-1),
                 (~finite).sum(dim=-1).to(scores.dtype) + (~nominal_finite).flatten(1).sum(dim=-1).to(scores.dtype),
+                sample_spread(returns),
+                sample_spread(entropy),
             ],
             dim=-1,
         )

@@ -83,7 +83,7 @@ class TrainingStats:
         """
         sums = self.sums.pop()
         if "planner" in sums:
-            planner = sums["planner"] / self.planner_calls  # (E, 4)
+            planner = sums["planner"] / self.planner_calls  # (E, len(STAT_NAMES))
             for name, values in zip(STAT_NAMES, planner.T):
                 record(f"planner/{name}", float(values.mean()))
             warn_nonfinite(float(sums["planner"][:, STAT_NAMES.index("nonfinite")].sum()))

@@ -1,15 +1,19 @@
 """
 Algorithm names used by the experiment tools: the paper's three methods, from the hyperparameter registry,
-and ``sac-zoo`` (SB3's SAC with RL Zoo's hyperparameters).
+``sac-zoo`` (SB3's SAC with RL Zoo's hyperparameters) and ``maxdiff-auto`` (MaxDiff with ``alpha="auto"``).
 """
 
 from stable_baselines3 import SAC
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from sb3_maxdiff.experiments.presets import METHODS, SAC_ZOO
+from sb3_maxdiff.experiments.presets import MAXDIFF_AUTO, METHODS, SAC_ZOO
 from sb3_maxdiff.hyperparams import ALGORITHMS
 
-ALGOS: dict[str, type[BaseAlgorithm]] = {**{method: ALGORITHMS[method][0] for method in METHODS}, SAC_ZOO: SAC}
+ALGOS: dict[str, type[BaseAlgorithm]] = {
+    **{method: ALGORITHMS[method][0] for method in METHODS},
+    SAC_ZOO: SAC,
+    MAXDIFF_AUTO: ALGORITHMS["maxdiff"][0],
+}
 
 
 def get_algo(name: str) -> type[BaseAlgorithm]:

@@ -23,7 +23,15 @@ from sb3_maxdiff.hyperparams import load_hyperparams
 METHODS = ("maxdiff", "nnmppi", "sac")
 # SB3's SAC with RL Zoo's tuned hyperparameters: the baseline an RL Zoo user would pick
 SAC_ZOO = "sac-zoo"
-METHOD_LABELS = {"maxdiff": "MaxDiff", "nnmppi": "NN-MPPI", "sac": "SAC", SAC_ZOO: "SAC (RL Zoo)"}
+# MaxDiff with the published settings but alpha="auto" (not in the paper)
+MAXDIFF_AUTO = "maxdiff-auto"
+METHOD_LABELS = {
+    "maxdiff": "MaxDiff",
+    "nnmppi": "NN-MPPI",
+    "sac": "SAC",
+    SAC_ZOO: "SAC (RL Zoo)",
+    MAXDIFF_AUTO: "MaxDiff (auto alpha)",
+}
 # the entry of RL Zoo's sac.yml that ``sac-zoo`` reads for each of our environments
 ZOO_ENTRIES = {SWIMMER_HEAVY: "Swimmer-v4", SWIMMER_LIGHT: "Swimmer-v4"}
 BUDGETS = ("paper", "reduced", "smoke")
@@ -112,7 +120,7 @@ class Cell:
     One (setting, method) pair of an experiment.
 
     :param setting: the experimental condition, e.g. ``"beta=0.01"``
-    :param method: ``"maxdiff"``, ``"nnmppi"``, ``"sac"`` or ``"sac-zoo"``
+    :param method: ``"maxdiff"``, ``"nnmppi"``, ``"sac"``, ``"sac-zoo"`` or ``"maxdiff-auto"``
     :param env_id: training environment
     :param overrides: algorithm keyword arguments on top of the published ones
     :param single_shot: one never-reset episode for the whole run
@@ -262,6 +270,20 @@ PRESETS: dict[str, Preset] = {
             _SWIMMER_CURVE,
         ),
         Preset(
+            "alpha-auto",
+            "Not in the paper: MaxDiff with alpha='auto' against the published (hand-tuned) alpha and NN-MPPI, on bodies "
+            "whose published alphas differ",
+            _grid(
+                {
+                    "heavy": SWIMMER_HEAVY,
+                    "light": SWIMMER_LIGHT,
+                    "beta=0.01": point_mass_id("0.01", bounded_actions=False),
+                    "halfcheetah": HALF_CHEETAH,
+                },
+                (MAXDIFF_AUTO, "maxdiff", "nnmppi"),
+            ),
+        ),
+        Preset(
             "swimmer-stock",
             "The design card's id: MaxDiff (alpha 100) vs NN-MPPI on Gymnasium's Swimmer-v5, whose observation has "
             "no x, y (the path entropy is taken over the tip's velocity, obs 3 and 4)",
@@ -359,6 +381,8 @@ def published_kwargs(method: str, env_id: str) -> dict[str, Any]:
     The algorithm keyword arguments of ``hyperparams/<method>.yml`` for ``env_id`` (for ``sac-zoo``: of the
     installed RL Zoo's ``sac.yml``).
     """
+    if method == MAXDIFF_AUTO:
+        return {**published_kwargs("maxdiff", env_id), "alpha": "auto"}
     entry = rl_zoo_kwargs(env_id) if method == SAC_ZOO else dict(load_hyperparams(method)[env_id])
     for key in ("n_timesteps", "policy"):
         entry.pop(key, None)

@@ -13,6 +13,14 @@ import torch as th
 from stable_baselines3.common.preprocessing import get_flattened_obs_dim
 from stable_baselines3.common.type_aliases import MaybeCallback
 
+from sb3_maxdiff.common.auto_alpha import (
+    DEFAULT_RATE,
+    DEFAULT_RATIO,
+    AutoAlpha,
+    check_auto_alpha_options,
+    parse_auto_alpha,
+    update_auto_alpha,
+)
 from sb3_maxdiff.common.entropy import PathEntropy, make_path_entropy
 from sb3_maxdiff.common.mppi import check_flag
 from sb3_maxdiff.common.schedules import AlphaSchedule, alpha_value, as_alpha_schedule
@@ -34,9 +42,15 @@ class MaxDiffMPPI(NNMPPI):
     :param alpha: weight of the path entropy: a float >= 0, a :class:`~sb3_maxdiff.StepSchedule`
         over environment steps (e.g. ``StepSchedule([0.5, 5.0], [1000])`` as in the point-mass runs),
         an SB3 schedule of the remaining progress, or ``{"values": [...], "boundaries": [...]}`` (a
-        StepSchedule written in YAML). With ``independent_agents=True``, a list of these gives each agent its
-        own (one per environment): a sweep over alpha trains as one batch. An agent with alpha 0 and
+        StepSchedule written in YAML), or ``"auto"`` / ``"auto_<start>"``: set during training so that the spread of
+        ``alpha * S`` over the planner's samples is ``alpha_target_ratio`` times that of the predicted return (see
+        :mod:`sb3_maxdiff.common.auto_alpha`; its value is saved with the model and resumes). With
+        ``independent_agents=True``, a list of these gives each agent its own (one per environment): a sweep over
+        alpha trains as one batch, and each automatic alpha follows its own agent's plans. An agent with alpha 0 and
         ``control_cost=True`` plans exactly as an NN-MPPI agent (see :meth:`agent`)
+    :param alpha_target_ratio: for ``alpha="auto"``: the target of ``std_k(alpha * S_k) / std_k(R_k)``
+    :param alpha_rate: for ``alpha="auto"``: the step of ``log alpha`` toward its target at each training plan, in
+        (0, 1] (its time constant is about ``1 / alpha_rate`` plans)
     :param explr_dims: observation indices of the exploration dims (None: all)
     :param explr_weights: weight of each exploration dim (None: ones)
     :param window: False: one covariance over the horizon; True: mean over windows of
@@ -60,19 +74,23 @@ class MaxDiffMPPI(NNMPPI):
         entropy_method: str = "logdet",
         entropy_top_m: int | None = None,
         control_cost: bool | list[bool] = False,
+        alpha_target_ratio: float = DEFAULT_RATIO,
+        alpha_rate: float = DEFAULT_RATE,
         _init_setup_model: bool = True,
         **kwargs: Any,
     ):
         if is_per_agent(alpha):
             if len(alpha) == 0:
                 raise ValueError("alpha as a list must hold one value per independent agent, got []")
-            alpha = [as_alpha_schedule(value) for value in alpha]
+            alpha = [_as_alpha(value) for value in alpha]
         else:
-            alpha = as_alpha_schedule(alpha)
-        for value in alpha if is_per_agent(alpha) else [alpha]:
-            alpha_value(value, 0, 1.0)  # raises on a negative alpha
+            alpha = _as_alpha(alpha)
+        check_auto_alpha_options(alpha_target_ratio, alpha_rate)
         self.alpha = alpha
-        self._alpha_shown: list[float] | None = None
+        self.alpha_target_ratio = alpha_target_ratio
+        self.alpha_rate = alpha_rate
+        self._alpha_shown: list[float | None] | None = None
+        self._auto_alpha: th.Tensor | None = None
         self.explr_dims = None if explr_dims is None else list(explr_dims)
         self.explr_weights = None if explr_weights is None else list(explr_weights)
         self.window = window
@@ -94,29 +112,53 @@ class MaxDiffMPPI(NNMPPI):
         )
 
     # the parameters MaxDiff adds to NN-MPPI's: an agent taken out as an NNMPPI leaves them behind
-    _ENTROPY_PARAMETERS = ("alpha", "explr_dims", "explr_weights", "window", "entropy_method", "entropy_top_m")
+    _ENTROPY_PARAMETERS = (
+        "alpha",
+        "alpha_target_ratio",
+        "alpha_rate",
+        "explr_dims",
+        "explr_weights",
+        "window",
+        "entropy_method",
+        "entropy_top_m",
+    )
 
     def _per_agent_settings(self) -> dict[str, list]:
         return {**super()._per_agent_settings(), **({"alpha": self.alpha} if is_per_agent(self.alpha) else {})}
 
-    def _current_alpha(self) -> list[float]:
-        """The weight of the path entropy now, one per agent where each has its own (a StepSchedule counts each
-        agent's own steps)."""
-        schedules = self.alpha if is_per_agent(self.alpha) else [self.alpha]
-        return [alpha_value(schedule, self.agent_timesteps, self._current_progress_remaining) for schedule in schedules]
+    def _alphas(self) -> list:
+        """The alpha of each agent (one entry unless the agents have their own)."""
+        return self.alpha if is_per_agent(self.alpha) else [self.alpha]
 
-    def _set_alpha(self) -> list[float]:
+    def _current_alpha(self) -> list[float | None]:
+        """The weight of the path entropy now, one per agent where each has its own (a StepSchedule counts each
+        agent's own steps); None for an automatic alpha (its value lives on the device)."""
+        steps, progress = self.agent_timesteps, self._current_progress_remaining
+        return [None if isinstance(alpha, AutoAlpha) else alpha_value(alpha, steps, progress) for alpha in self._alphas()]
+
+    def _set_alpha(self, start: bool = False) -> None:
         """
         Write the current alpha into the policy's buffer: one value by ``fill_`` (no host-device copy); one per agent
-        copied to the device only when they changed (a copy from the host waits for the device).
+        copied to the device only when they changed (a copy from the host waits for the device). An automatic alpha
+        is written only at ``start`` (its starting value); afterwards the rule moves it on the device.
         """
         values, buffer = self._current_alpha(), self.policy.entropy_bonus.alpha
-        if not is_per_agent(self.alpha):
-            buffer.fill_(values[0])
+        if start:
+            alphas = self._alphas()
+            starts = [alpha.start_value if isinstance(alpha, AutoAlpha) else value for alpha, value in zip(alphas, values)]
+            if len(starts) == 1:  # one alpha, for all agents where the model batches several
+                buffer.fill_(starts[0])
+            else:
+                buffer.copy_(th.tensor(starts, dtype=buffer.dtype).reshape(buffer.shape))
+        elif not is_per_agent(self.alpha):
+            if values[0] is not None:
+                buffer.fill_(values[0])
         elif values != self._alpha_shown:
-            buffer.copy_(th.tensor(values, dtype=buffer.dtype))
-            self._alpha_shown = values
-        return values
+            fixed = th.tensor([0.0 if value is None else value for value in values], dtype=buffer.dtype)
+            fixed = fixed.to(buffer.device).reshape(buffer.shape)
+            auto = self._auto_alpha
+            buffer.copy_(fixed if auto is None else th.where(auto.reshape(buffer.shape), buffer, fixed))
+        self._alpha_shown = values
 
     def set_parameters(self, *args: Any, **kwargs: Any) -> None:
         super().set_parameters(*args, **kwargs)
@@ -124,11 +166,26 @@ class MaxDiffMPPI(NNMPPI):
 
     def _setup_model(self) -> None:
         super()._setup_model()
-        self._alpha_shown = None
-        self._set_alpha()
+        auto = [isinstance(schedule, AutoAlpha) for schedule in self._alphas()]
+        # which agents follow the rule (a bool per agent, on the device), None where none does
+        self._auto_alpha = th.tensor(auto, device=self.device) if any(auto) else None
+        self._set_alpha(start=True)
 
     def _update_planner_parameters(self) -> None:
-        values = self._set_alpha()
+        self._set_alpha()
+
+    def _planned(self, stats: th.Tensor) -> None:
+        super()._planned(stats)
+        if self._auto_alpha is not None:
+            alpha = self.policy.entropy_bonus.alpha
+            auto = self._auto_alpha.expand(alpha.shape) if alpha.dim() > 0 else None
+            update_auto_alpha(alpha, stats, self.alpha_target_ratio, self.alpha_rate, auto)
+
+    def _record_device_stats(self) -> None:
+        super()._record_device_stats()
+        if not hasattr(self, "_logger"):  # learn() can fail before SB3 configured the logger
+            return
+        values = self.policy.entropy_bonus.alpha.detach().cpu().flatten().tolist()  # one host copy per log dump
         self.logger.record("train/alpha", float(np.mean(values)))
         if len(values) > 1:
             for index, value in enumerate(values):
@@ -165,4 +222,15 @@ class MaxDiffMPPI(NNMPPI):
         return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "_alpha_shown"]
+        return [*super()._excluded_save_params(), "_alpha_shown", "_auto_alpha"]
+
+
+def _as_alpha(alpha: Any) -> Any:
+    """One agent's alpha checked: a schedule (see :func:`as_alpha_schedule`) or ``"auto"`` / ``"auto_<start>"``."""
+    if isinstance(alpha, AutoAlpha):
+        return alpha
+    if isinstance(alpha, str):
+        return parse_auto_alpha(alpha)
+    alpha = as_alpha_schedule(alpha)
+    alpha_value(alpha, 0, 1.0)  # raises on a negative alpha
+    return alpha

@@ -285,6 +285,10 @@ class NNMPPI(OffPolicyAlgorithm):
     def _update_planner_parameters(self) -> None:
         """Hook called before each planning step during training (MaxDiff updates alpha)."""
 
+    def _planned(self, stats: th.Tensor) -> None:
+        """Hook called with the statistics (``STAT_NAMES``, shape (E, 6), on the device) of each training plan."""
+        self._stats.add_plan(stats)  # on the device until the logs are written
+
     def _sample_action(
         self, learning_starts: int, action_noise: ActionNoise | None = None, n_envs: int = 1
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -297,7 +301,7 @@ class NNMPPI(OffPolicyAlgorithm):
         with th.no_grad():
             result = self.policy.plan(obs, self._train_nominal, starts)
         self._train_nominal = result.nominal
-        self._stats.add_plan(result.stats)  # on the device until the logs are written
+        self._planned(result.stats)
         scaled_action = result.actions.cpu().numpy()
         if action_noise is not None:
             scaled_action = scaled_action + action_noise()

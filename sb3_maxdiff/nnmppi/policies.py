@@ -161,7 +161,7 @@ class MPPIPolicy(BasePolicy):
         :param episode_start: bool (E,), True where an episode starts
         :param deterministic: draw the sampling noise from a generator seeded with :data:`DETERMINISTIC_SEED` (the
             same draws at every call; planned eagerly, not as a CUDA graph), not from torch's global stream
-        :return: normalised actions (E, m), the new warm start, planner statistics (E, 4), all on the
+        :return: normalised actions (E, m), the new warm start, planner statistics (E, 6), all on the
             policy's device (nothing is copied to the host)
         """
         assert isinstance(obs, th.Tensor)
