@@ -3,6 +3,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from helpers import SUBPROCESS_TIMEOUT
 
@@ -93,3 +94,33 @@ def test_mixed_batch_benchmark_runs_with_a_tiny_budget(tmp_path):
     (row,) = json.loads(out.read_text())["rows"]
     ratio = row["two_batches_ms_per_agent_step"] / row["mixed_ms_per_agent_step"]
     assert row["speedup"] == pytest.approx(ratio)
+
+
+def test_auto_alpha_benchmark_runs_with_a_tiny_budget(tmp_path):
+    """The command of BENCHMARKS.md on what alpha="auto" costs, one timed call per figure."""
+    out = tmp_path / "auto.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "auto_alpha.py"), "--configs", "point-mass", "--agents", "2",
+               "--calls", "1", "--threads", "1", "--json", str(out)]  # fmt: skip
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    (row,) = json.loads(out.read_text())
+    assert row["agents"] == 2 and row["auto_over_fixed"] == pytest.approx(row["auto_step_ms"] / row["fixed_step_ms"])
+    assert f"{row['auto_over_fixed']:10.3f}" in printed
+
+
+def test_alpha_scales_measures_the_ratio_the_rule_targets(tmp_path):
+    """README's alpha_scales command, shortened: every row's ratio is alpha * std(S) / std(R) of that plan."""
+    import csv
+
+    out = tmp_path / "scales.csv"
+    command = [sys.executable, str(ROOT / "benchmarks" / "alpha_scales.py"), "--bodies", "point-mass", "--steps", "140",
+               "--seeds", "2", "--csv", str(out)]  # fmt: skip
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    rows = list(csv.DictReader(out.open()))
+    assert {row["seed"] for row in rows} == {"0", "1"} and {float(row["alpha"]) for row in rows} == {0.5}
+    assert all(float(row["return_spread"]) > 0 and float(row["entropy_spread"]) > 0 for row in rows)
+    for seed in ("0", "1"):  # the printed ratio: the median of alpha * std(S) / std(R) over the second half of the run
+        mine = [row for row in rows if row["seed"] == seed]
+        late = mine[len(mine) // 2 :]
+        ratio = np.median([float(r["alpha"]) * float(r["entropy_spread"]) / float(r["return_spread"]) for r in late])
+        (line,) = [line for line in printed.splitlines() if line.split()[:2] == ["point-mass", seed]]
+        assert float(line.split()[5]) == pytest.approx(ratio, abs=1e-3)
