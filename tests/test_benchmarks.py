@@ -22,6 +22,13 @@ def test_benchmark_script_runs_with_a_tiny_budget(tmp_path):
     for key in ("plan_ms", "gemm_floor_ms", "mm_floor_ms", "plan_bf16_ms", "update_ms_2000", "step_ms_2000",
                 "baseline_plan_ms", "baseline_step_ms_2000"):  # fmt: skip
         assert row[key] > 0, key
+    # the printed tables carry the measured figures and the ratios made from them
+    (line,) = [line for line in printed.splitlines() if line.startswith("| point-mass |") and line.count("|") == 12]
+    cells = [cell.strip() for cell in line.split("|")[1:-1]]
+    assert cells[1] == f"{row['plan_ms']:.2f}" and cells[3] == f"{row['plan_ms'] / row['gemm_floor_ms']:.2f}"
+    assert cells[-1] == f"{row['step_ms_2000'] / row['step_ms_500']:.3f}"
+    speedup = row["baseline_step_ms_2000"] / row["step_ms_2000"]
+    assert any(line.startswith("| point-mass |") and line.endswith(f"| {speedup:.2f}x |") for line in printed.splitlines())
 
 
 def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path):
@@ -35,6 +42,7 @@ def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path):
     assert row["n_agents"] == 2
     for key in ("batched_ms_per_agent_step", "sequential_ms_per_agent_step", "speedup", "graphed_ms_per_agent_step"):
         assert row[key] > 0, key
+    assert row["speedup"] == pytest.approx(row["sequential_ms_per_agent_step"] / row["batched_ms_per_agent_step"])
 
 
 def test_profile_script_reports_each_part_of_a_step(tmp_path):
