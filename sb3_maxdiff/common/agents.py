@@ -14,6 +14,7 @@ import torch as th
 from stable_baselines3.common.vec_env import VecNormalize
 
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer, NextActionReplayBufferSamples
+from sb3_maxdiff.common.utils import is_integer
 
 Record = Callable[..., None]
 
@@ -136,7 +137,7 @@ class IndependentAgents(SharedModel):
             MaxDiff batch that plans as NN-MPPI
         :param drop: attributes of ``algorithm`` that the agent does not take (those ``algo_class`` does not have)
         """
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < self.n_agents:
+        if not (is_integer(index) and 0 <= index < self.n_agents):
             raise ValueError(f"index must be an integer in [0, {self.n_agents - 1}], got {index!r}")
         skipped = {*algorithm._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts"}
         data = copy.deepcopy({key: value for key, value in algorithm.__dict__.items() if key not in skipped})

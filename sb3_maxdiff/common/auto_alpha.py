@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch as th
 
 from sb3_maxdiff.common.mppi import STAT_NAMES
+from sb3_maxdiff.common.utils import is_real
 
 AUTO = "auto"
 # The default target of std_k(alpha * S) / std_k(R). At the published, hand-tuned alphas this ratio was, per seed
@@ -81,9 +82,9 @@ def parse_auto_alpha(text: str) -> AutoAlpha:
 
 def check_auto_alpha_options(ratio: float, rate: float) -> None:
     """``alpha_target_ratio`` finite and > 0; ``alpha_rate`` in (0, 1]."""
-    if not (isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and math.isfinite(ratio) and ratio > 0):
+    if not (is_real(ratio) and math.isfinite(ratio) and ratio > 0):
         raise ValueError(f"alpha_target_ratio must be a finite number > 0, got {ratio!r}")
-    if not (isinstance(rate, (int, float)) and not isinstance(rate, bool) and 0.0 < rate <= 1.0):
+    if not (is_real(rate) and 0.0 < rate <= 1.0):
         raise ValueError(f"alpha_rate must be a number in (0, 1], got {rate!r}")
 
 

@@ -8,6 +8,8 @@ import torch as th
 from torch import nn
 from torch.nn import functional as F
 
+from sb3_maxdiff.common.utils import is_integer
+
 LOG_STD_MIN, LOG_STD_MAX = -10.0, 2.0
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 # (weight, bias) of one linear layer: (out, in) and (out,) alone; (N, out, in) and (N, out) batched over agents
@@ -59,7 +61,7 @@ def run_mlp(params: list[LayerParams], activation: nn.Module, inputs: th.Tensor)
 def check_net_arch(net_arch: list[int] | None) -> list[int]:
     """The hidden layer sizes (default [200, 200]), or a ValueError naming ``net_arch``."""
     net_arch = [200, 200] if net_arch is None else list(net_arch)
-    if not net_arch or any(isinstance(size, bool) or not isinstance(size, int) or size < 1 for size in net_arch):
+    if not net_arch or any(not (is_integer(size) and size >= 1) for size in net_arch):
         raise ValueError(f"net_arch must be a non-empty list of positive ints (hidden layer sizes), got {net_arch!r}")
     return net_arch
 
@@ -335,7 +337,7 @@ class BatchedDynamicsRewardModel(DynamicsRewardBase):
     """
 
     def __init__(self, n_agents: int, *model_args: Any, **model_kwargs: Any):
-        if isinstance(n_agents, bool) or not isinstance(n_agents, int) or n_agents < 1:
+        if not (is_integer(n_agents) and n_agents >= 1):
             raise ValueError(f"n_agents must be an integer >= 1, got {n_agents!r}")
         # each agent initialised as a model of its own, one after the other from the torch random stream
         singles = [DynamicsRewardModel(*model_args, **model_kwargs) for _ in range(n_agents)]

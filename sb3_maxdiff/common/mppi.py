@@ -7,11 +7,11 @@ import functools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import numpy as np
 import torch as th
 
 from sb3_maxdiff.common.entropy import EntropyBonus
 from sb3_maxdiff.common.models import DynamicsRewardModel
+from sb3_maxdiff.common.utils import check_flag, check_positive
 
 # Scores that are not finite (diverging model) get this value: they receive ~zero weight.
 INVALID_SCORE = -1e30
@@ -92,21 +92,6 @@ def planner_compute_dtype(name: str) -> th.dtype:
     if name not in PLANNER_DTYPES:
         raise ValueError(f"planner_dtype must be one of {sorted(PLANNER_DTYPES)}, got {name!r}")
     return PLANNER_DTYPES[name]
-
-
-def check_positive(name: str, value: float, integer: bool = False) -> None:
-    """Raise a ValueError naming ``name`` unless ``value`` is > 0 (an integer >= 1 with ``integer``)."""
-    if integer and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if not integer and not (isinstance(value, (int, float, np.number)) and not isinstance(value, bool) and value > 0):
-        raise ValueError(f"{name} must be a number > 0, got {value!r}")
-
-
-def check_flag(name: str, value: object) -> bool:
-    """``value`` as a bool, with an error naming ``name`` unless it is True or False."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,31 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
         )
 
 
+def is_integer(value: object) -> bool:
+    """Whether ``value`` is an integer (Python's or numpy's), a bool not counted as one."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_real(value: object) -> bool:
+    """Whether ``value`` is a real number (Python's or numpy's), a bool not counted as one."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_positive(name: str, value: float, integer: bool = False) -> None:
+    """Raise a ValueError naming ``name`` unless ``value`` is > 0 (an integer >= 1 with ``integer``)."""
+    if integer and not (is_integer(value) and value >= 1):
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if not integer and not (is_real(value) and value > 0):
+        raise ValueError(f"{name} must be a number > 0, got {value!r}")
+
+
+def check_flag(name: str, value: object) -> bool:
+    """``value`` as a bool, with an error naming ``name`` unless it is True or False."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
     """Raise a ValueError naming the parameter and its accepted values."""
     if value not in choices:

@@ -22,9 +22,8 @@ from sb3_maxdiff.common.auto_alpha import (
     update_auto_alpha,
 )
 from sb3_maxdiff.common.entropy import PathEntropy, make_path_entropy
-from sb3_maxdiff.common.mppi import check_flag
 from sb3_maxdiff.common.schedules import AlphaSchedule, alpha_value, as_alpha_schedule
-from sb3_maxdiff.common.utils import is_per_agent
+from sb3_maxdiff.common.utils import check_flag, is_per_agent
 from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 
 SelfMaxDiffMPPI = TypeVar("SelfMaxDiffMPPI", bound="MaxDiffMPPI")

@@ -26,14 +26,17 @@ from sb3_maxdiff.common.agents import SharedModel, check_agent_env, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.cuda_graphs import GraphedUpdates
 from sb3_maxdiff.common.entropy import PathEntropy
-from sb3_maxdiff.common.mppi import PlannerSettings, check_flag, check_positive
+from sb3_maxdiff.common.mppi import PlannerSettings
 from sb3_maxdiff.common.optimizers import model_updates
 from sb3_maxdiff.common.training_stats import TrainingStats
 from sb3_maxdiff.common.utils import (
     check_choice,
+    check_flag,
     check_per_agent,
+    check_positive,
     check_spaces,
     flushing_denormals,
+    is_integer,
     is_per_agent,
     split_policy_and_env,
 )
@@ -155,7 +158,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self.planner_dtype = planner_dtype
         _ = self.planner_settings  # made, and so checked, before SB3's setup: this error comes first
         check_positive("batch_size", batch_size, integer=True)
-        if isinstance(buffer_size, bool) or not isinstance(buffer_size, (int, np.integer)) or buffer_size < 2:
+        if not (is_integer(buffer_size) and buffer_size >= 2):
             # the newest transition waits for its next action, so one row alone is never sampled
             raise ValueError(f"buffer_size must be an integer >= 2, got {buffer_size!r}")
         check_choice("action_semantics", action_semantics, ACTION_SEMANTICS)

@@ -13,8 +13,9 @@ from torch import nn
 from sb3_maxdiff.common.cuda_graphs import GraphedPlanning
 from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropy
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel, check_net_arch
-from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult, check_flag
+from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
 from sb3_maxdiff.common.optimizers import AgentAdam
+from sb3_maxdiff.common.utils import check_flag
 
 # the seed of the generator that deterministic planning draws its noise from, anew at every call
 DETERMINISTIC_SEED = 0

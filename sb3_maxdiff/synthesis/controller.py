@@ -11,6 +11,7 @@ from torch import nn
 
 from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
+from sb3_maxdiff.common.utils import is_real
 
 Dynamics = Callable[[th.Tensor, th.Tensor], th.Tensor]
 Running = Callable[[th.Tensor, th.Tensor], th.Tensor]
@@ -114,7 +115,7 @@ class MPPIController:
             running_reward = lambda state, action: -cost(state, action)  # noqa: E731
         if (low is None) != (high is None):
             raise ValueError("give both low and high (action bounds), or neither")
-        if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and alpha >= 0):
+        if not (is_real(alpha) and alpha >= 0):
             raise ValueError(f"alpha must be a number >= 0, got {alpha!r}")
         bounds = None
         if low is not None and high is not None:
