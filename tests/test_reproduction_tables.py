@@ -5,18 +5,29 @@ shows, must match.
 """
 
 import csv
+import io
 import math
 import pathlib
 import re
+import zipfile
 
 import numpy as np
 import pytest
+import torch as th
 
 from sb3_maxdiff.experiments.episodes import DIAGNOSTICS, per_seed_values
 from sb3_maxdiff.experiments.stats import mann_whitney_pvalue, welch_ttest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-METHODS = {"MaxDiff": "maxdiff", "NN-MPPI": "nnmppi", "SAC": "sac", "SAC (paper's)": "sac", "SAC (RL Zoo)": "sac-zoo"}
+METHODS = {
+    "MaxDiff": "maxdiff",
+    "MaxDiff, alpha 100": "maxdiff",
+    "MaxDiff (auto alpha)": "maxdiff-auto",
+    "NN-MPPI": "nnmppi",
+    "SAC": "sac",
+    "SAC (paper's)": "sac",
+    "SAC (RL Zoo)": "sac-zoo",
+}
 EVALUATION = "final evaluation (mean per seed)"
 REPRODUCTION = ROOT / "docs" / "reproduction"
 SWIMMER_COLUMNS = [
@@ -67,12 +78,13 @@ def assert_mean_std_shown_as(per_seed: list[float], cell: str, where: str) -> No
     [
         ("### Per seed", "swimmer_heavy_50k.csv"),
         ("### Result: MaxDiff ahead on every seed", "swimmer_stock_50k.csv"),
+        ("### Result: no detectable difference from either, at 5 seeds", "alpha_auto_heavy_50k.csv"),
     ],
 )
 def test_swimmer_per_seed_tables_are_those_of_their_csv(marker, csv_name):
     values = per_seed_values(str(ROOT / "docs" / "reproduction" / csv_name), [10_000, 20_000, 50_000])
     _, rows = table_after(marker)
-    assert len([row for row in rows if row[1].isdigit()]) >= 6
+    assert len([row for row in rows if row[1].isdigit()]) >= 5
     for method, seed, *cells in rows:
         if seed.isdigit():
             for quantity, shown in zip(SWIMMER_COLUMNS, cells):
@@ -263,6 +275,37 @@ def test_swimmer_tests_are_those_of_the_csv():
             x, y = (list(values[quantity][method].values()) for method in ("maxdiff", METHODS[other]))
             assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"MaxDiff vs {other}, {quantity}")
             assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"MaxDiff vs {other}, {quantity} (Welch)")
+
+
+def test_auto_alpha_tests_are_those_of_the_csvs():
+    """The automatic alpha's 5 seeds against the heavy-tail section's NN-MPPI and alpha-100 seeds."""
+    auto = per_seed_values(str(REPRODUCTION / "alpha_auto_heavy_50k.csv"), [50_000])
+    heavy = per_seed_values(str(REPRODUCTION / "swimmer_heavy_50k.csv"), [50_000])
+    _, rows = table_after("| MaxDiff (auto alpha) against |")
+    assert [row[0] for row in rows] == ["NN-MPPI", "MaxDiff, alpha 100"]
+    for other, *cells in rows:
+        for quantity, cell in zip(["last episode at 50,000", EVALUATION], cells):
+            rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", cell).groups()
+            x, y = list(auto[quantity]["maxdiff-auto"].values()), list(heavy[quantity][METHODS[other]].values())
+            assert len(x) == len(y) == 5
+            assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"auto alpha vs {other}, {quantity}")
+            assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"auto alpha vs {other}, {quantity} (Welch)")
+
+
+def test_auto_alpha_column_is_that_of_the_kept_models():
+    """The alpha each seed settled on, as its final model (kept in docs/reproduction/models) holds it."""
+    header, rows = table_after("### Result: no detectable difference from either, at 5 seeds")
+    column = header.index("alpha at 50k")
+    alphas = []
+    for row in rows:
+        if row[1].isdigit():
+            with zipfile.ZipFile(REPRODUCTION / "models" / f"alpha_auto_heavy_50k_seed{row[1]}.zip") as archive:
+                state = th.load(io.BytesIO(archive.read("policy.pth")), map_location="cpu")
+            alphas.append(float(state["entropy_bonus.alpha"]))
+            assert_shown_as(alphas[-1], row[column], f"alpha of seed {row[1]}")
+        else:
+            assert_mean_std_shown_as(alphas, row[column], "alpha, mean +/- std")
+    assert len(alphas) == 5
 
 
 def test_point_mass_100k_blocks_are_those_of_their_csv():
