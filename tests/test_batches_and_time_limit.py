@@ -230,3 +230,28 @@ def test_a_run_stopped_by_its_time_limit_resumes_as_if_it_had_never_stopped(
         assert params[0].keys() == params[1].keys()
         for key in params[0]:
             np.testing.assert_array_equal(params[0][key].numpy(), params[1][key].numpy(), err_msg=key)
+
+
+def test_a_run_may_resume_on_another_device_and_notes_it(tmp_path, monkeypatch):
+    """The device is where a run trains, not what it is: a resume with another --device is taken, and noted."""
+    import dataclasses
+
+    import torch as th
+
+    (spec,) = build_specs("point-mass-beta", "smoke", [0], settings=["beta=1"], methods=["maxdiff"])
+    spec = dataclasses.replace(spec, eval_env_ids=tuple(spec.eval_env_ids))
+    ends = []
+    monkeypatch.setattr(Deadline, "episode_ended", lambda self: ends.append(1) or len(ends) == 2)
+    with pytest.raises(TimeLimitReached):
+        execute_group([spec], str(tmp_path), options=ExecutionOptions(deadline=1e12))
+    monkeypatch.undo()
+    changed = dataclasses.replace(spec, steps=spec.steps + 1, device="cuda")
+    with pytest.raises(ValueError, match="holds a run started with other settings"):
+        execute_group([changed], str(tmp_path))
+    elsewhere = dataclasses.replace(spec, device="cuda")  # SB3 falls back to the CPU where there is no GPU
+    (result,) = execute_group([elsewhere], str(tmp_path))
+    run_dir = tmp_path / spec.relpath
+    assert result["resumed_from_steps"] == 200
+    assert json.loads((run_dir / "spec.json").read_text())["device"] == "cpu"  # the settings it started with
+    (note,) = json.loads((run_dir / "resumes.json").read_text())
+    assert note["device"] == ("cuda:0" if th.cuda.is_available() else "cpu")

@@ -364,7 +364,8 @@ def test_interrupted_batch_continues_from_its_checkpoint(tmp_path, monkeypatch):
             steps = [float(row["timesteps"]) for row in csv.DictReader(file)]
         assert steps[:2] == [100.0, 200.0] and len(steps) <= len(lengths) and 200.0 < steps[2] <= 300.0
         resumes = json.loads((tmp_path / spec.relpath / "resumes.json").read_text())
-        assert resumes == [{"episodes": 2, "agent_timesteps": 200, "exact": True}]  # both episodes had just ended
+        # both episodes had just ended: every random stream put back
+        assert resumes == [{"episodes": 2, "agent_timesteps": 200, "exact": True, "device": "cpu"}]
     assert not os.path.exists(batch_dir(out, specs))
 
 

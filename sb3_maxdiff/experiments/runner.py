@@ -278,7 +278,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--methods", nargs="+", default=None, help="only these methods")
     parser.add_argument("--jobs", type=positive_int, default=None, help="parallel runs (default: cores / threads)")
     parser.add_argument("--threads", type=positive_int, default=1, help="torch threads per run")
-    parser.add_argument("--device", default="cpu", help="torch device of each run")
+    parser.add_argument(
+        "--device", default="cpu", help="torch device of each run (a stopped run may resume on another device)"
+    )
     parser.add_argument(
         "--cuda-graph",
         action="store_true",

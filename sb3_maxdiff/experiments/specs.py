@@ -137,23 +137,33 @@ def write_json(path: str, data: Any) -> None:
     os.replace(tmp, path)
 
 
+# where a run trains, not what it is: a run may resume on another device (each resume's is in resumes.json)
+PLACEMENT_FIELDS = ("device",)
+
+
+def _identity(spec_data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a ``spec.json`` that make a run what it is: all but :data:`PLACEMENT_FIELDS`."""
+    return {key: value for key, value in spec_data.items() if key not in PLACEMENT_FIELDS}
+
+
 def open_run_dir(out: str, spec: RunSpec) -> str:
     """
-    The folder of run ``spec`` under ``out``, made if needed, with its ``spec.json``; refuses a folder that
-    holds a run started with other settings (a changed preset or budget).
+    The folder of run ``spec`` under ``out``, made if needed, with its ``spec.json`` (the settings the run started
+    with); refuses a folder that holds a run started with other settings (a changed preset or budget). The device
+    may differ: a run started on a CPU may resume on a GPU, and the other way round.
     """
     run_dir = os.path.join(out, spec.relpath)
     os.makedirs(run_dir, exist_ok=True)
     path = os.path.join(run_dir, SPEC_FILE)
-    if os.path.exists(path):
-        with open(path) as file:
-            on_disk = json.load(file)
-        if on_disk != json.loads(json.dumps(spec.to_json())):
-            raise ValueError(
-                f"{run_dir} holds a run started with other settings; delete that folder or choose another --out to "
-                "start it afresh"
-            )
-    write_json(path, spec.to_json())
+    if not os.path.exists(path):
+        write_json(path, spec.to_json())
+        return run_dir
+    with open(path) as file:
+        on_disk = json.load(file)
+    if _identity(on_disk) != _identity(json.loads(json.dumps(spec.to_json()))):
+        raise ValueError(
+            f"{run_dir} holds a run started with other settings; delete that folder or choose another --out to start it afresh"
+        )
     return run_dir
 
 

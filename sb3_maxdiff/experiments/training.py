@@ -383,14 +383,16 @@ def _truncate_monitor(path: str, episodes: int) -> None:
         file.writelines(lines[: 2 + episodes])
 
 
-def _record_resume(run_dir: str, episodes: int, agent_timesteps: int, exact: bool = False) -> None:
+def _record_resume(run_dir: str, episodes: int, agent_timesteps: int, exact: bool = False, device: str | None = None) -> None:
     """
     Note in ``resumes.json`` that the run continues from ``agent_timesteps`` after its first ``episodes`` monitor
-    rows (``exact``: with every random stream put back, as if never stopped), dropping the notes of later checkpoints
-    (those of an earlier try that was stopped again).
+    rows (``exact``: with every random stream put back, as if never stopped; ``device``: the torch device it continues
+    on), dropping the notes of later checkpoints (those of an earlier try that was stopped again).
     """
     kept = [resume for resume in read_resumes(run_dir) if resume["agent_timesteps"] < agent_timesteps]
     note = {"episodes": episodes, "agent_timesteps": agent_timesteps, "exact": exact}
+    if device is not None:
+        note["device"] = device
     write_json(os.path.join(run_dir, RESUMES_FILE), [*kept, note])
 
 
@@ -519,7 +521,7 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
         else:  # a checkpoint of an earlier version
             exact = False
         for run_dir, kept in zip(run_dirs, episodes):
-            _record_resume(run_dir, kept, done, exact)
+            _record_resume(run_dir, kept, done, exact, device=str(model.device))
     else:
         remove_checkpoints(directory)
         for run_dir in run_dirs:
