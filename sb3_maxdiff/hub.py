@@ -39,7 +39,15 @@ from typing import Any
 
 import numpy as np
 
-from sb3_maxdiff.cli import check_log_folder, fail, load_zoo, unreachable
+from sb3_maxdiff.cli import (
+    check_log_folder,
+    fail,
+    load_zoo,
+    option_value,
+    positive_int,
+    unreachable,
+    with_option_value,
+)
 from sb3_maxdiff.envs.rendering import choose_offscreen_backend, ffmpeg_executable, ffmpeg_on_path
 
 COMMANDS = {"push": "rl_zoo3.push_to_hub", "load": "rl_zoo3.load_from_hub", "package": "rl_zoo3.push_to_hub"}
@@ -162,14 +170,6 @@ class PackageOnlyMessages:
             return self.info(printer, text, *args, **kwargs)
 
         return info
-
-
-def _option(options: list[str], *names: str) -> str:
-    """The value of the option called one of ``names`` in rl_zoo3's options ("" where it is not given)."""
-    for index, option in enumerate(options[:-1]):
-        if option in names:
-            return options[index + 1]
-    return ""
 
 
 def _video_options(options: list[str], no_video: bool) -> tuple[list[str], str | None]:
@@ -314,25 +314,6 @@ def working_directory(path: str) -> Iterator[None]:
         os.chdir(saved)
 
 
-def _absolute_log_folder(options: list[str]) -> list[str]:
-    """``options`` with the value of ``-f``/``--folder`` made absolute (the command runs elsewhere)."""
-    options = list(options)
-    for index, option in enumerate(options[:-1]):
-        if option in ("-f", "--folder"):
-            options[index + 1] = os.path.abspath(options[index + 1])
-    return options
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
 def _our_options(command: str) -> argparse.ArgumentParser:
     """The options this package adds to rl_zoo3's for ``command``."""
     parser = argparse.ArgumentParser(prog=f"python -m sb3_maxdiff.hub {command}", add_help=False)
@@ -340,7 +321,7 @@ def _our_options(command: str) -> argparse.ArgumentParser:
         group = parser.add_argument_group("sb3_maxdiff options")
         group.add_argument(
             "--n-eval-episodes",
-            type=_positive_int,
+            type=positive_int,
             default=10,
             help="episodes of the evaluation that goes into the model card (default 10, as rl_zoo3)",
         )
@@ -405,13 +386,15 @@ def main(argv: list[str] | None = None) -> None:
         if args.command in ("push", "package"):
             # rl_zoo3 writes its card, then saves the metadata into it: our card goes in at that moment
             card_saver = CardSaver(
-                huggingface_hub.repocard.metadata_save, _option(options, "--algo"), _option(options, "-orga", "--organization")
+                huggingface_hub.repocard.metadata_save,
+                option_value(options, "--algo") or "",
+                option_value(options, "-orga", "--organization") or "",
             )
             stack.enter_context(patched(huggingface_hub.repocard, "metadata_save", card_saver))
             hf_push = importlib.import_module("huggingface_sb3.push_to_hub")
             stack.enter_context(patched(hf_push, "_evaluate_agent", ProgressEvaluation(extra.n_eval_episodes)))
             # rl_zoo3 builds the package in ./hub/: a temporary folder, removed afterwards (also on Ctrl-C)
-            options = _absolute_log_folder(options)
+            options = with_option_value(options, ("-f", "--folder"), os.path.abspath)  # the command runs elsewhere
             where = f"copied to {extra.output} at the end" if args.command == "package" else "uploaded from there"
             if not wants_help:
                 print(f"The package is built in a temporary folder (removed afterwards) and {where}.")

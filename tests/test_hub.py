@@ -203,7 +203,7 @@ def test_hub_refuses_bad_input_in_one_line(args, message, tmp_path, monkeypatch,
 def test_n_eval_episodes_must_be_positive(capsys):
     with pytest.raises(SystemExit) as exit_info:
         hub_main(["package", "--n-eval-episodes", "0", "--output", "x"])
-    assert exit_info.value.code == 2 and "--n-eval-episodes: must be a positive integer, got '0'" in capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--n-eval-episodes: must be a positive integer, got 0" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("module", ["sb3_maxdiff.train", "sb3_maxdiff.enjoy", "sb3_maxdiff.record_video", "sb3_maxdiff.hub"])

@@ -5,22 +5,10 @@ value with a message that says what it wanted, which argparse prefixes with the 
 
 import argparse
 import re
-from collections.abc import Callable
 
+from sb3_maxdiff.cli import int_at_least, non_negative_int, positive_int
 
-def int_at_least(minimum: int, what: str) -> Callable[[str], int]:
-    """An argparse ``type`` that accepts whole numbers >= ``minimum`` and names ``what`` it wanted otherwise."""
-
-    def parse(text: str) -> int:
-        if not text.lstrip("+-").isdigit() or int(text) < minimum:
-            raise argparse.ArgumentTypeError(f"must be a {what} integer, got {text}")
-        return int(text)
-
-    return parse
-
-
-positive_int = int_at_least(1, "positive")
-non_negative_int = int_at_least(0, "non-negative")
+__all__ = ["duration_seconds", "gpu_share", "int_at_least", "non_negative_int", "positive_int"]
 
 
 def gpu_share(text: str) -> float:

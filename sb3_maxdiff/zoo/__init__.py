@@ -21,6 +21,7 @@ except ImportError as error:  # a base install: say which extra brings the RL Zo
     raise ImportError(
         f"{error}. The RL Zoo commands (train, enjoy, record_video, hub) need the zoo extra: pip install 'sb3-maxdiff[zoo]'"
     ) from error
+from sb3_maxdiff.cli import has_option, option_value
 from sb3_maxdiff.hyperparams import ALGORITHMS as ZOO_ALGOS
 from sb3_maxdiff.hyperparams import HYPERPARAMS_DIR, load_hyperparams
 
@@ -92,29 +93,11 @@ def ensure_study(storage: str, study_name: str, attempts: int = 5) -> None:
             time.sleep(0.2 * (attempt + 1))
 
 
-def _option_value(argv: list[str], name: str) -> str | None:
-    for index, arg in enumerate(argv):
-        if arg == name and index + 1 < len(argv):
-            return argv[index + 1]
-        if arg.startswith(f"{name}="):
-            return arg.split("=", 1)[1]
-    return None
-
-
 def prepare_study(argv: list[str]) -> None:
     """With ``-optimize``, make sure the study named in ``argv`` exists in its storage (journal logs excepted)."""
-    storage, study_name = _option_value(argv, "--storage"), _option_value(argv, "--study-name")
-    if (
-        _has_option(argv, "-optimize", "--optimize-hyperparameters")
-        and storage
-        and study_name
-        and not storage.endswith(".log")
-    ):
+    storage, study_name = option_value(argv, "--storage"), option_value(argv, "--study-name")
+    if has_option(argv, "-optimize", "--optimize-hyperparameters") and storage and study_name and not storage.endswith(".log"):
         ensure_study(storage, study_name)
-
-
-def _has_option(argv: list[str], *names: str) -> bool:
-    return any(arg == name or arg.startswith(f"{name}=") for arg in argv for name in names)
 
 
 def _ours_covers(algo: str, env_id: str) -> bool:
@@ -141,12 +124,12 @@ def with_defaults(argv: list[str]) -> list[str]:
     parser.add_argument("-f", "--log-folder", default="logs")
     known, _ = parser.parse_known_args(argv)
     argv = list(argv)
-    if known.algo in ZOO_ALGOS and not _has_option(argv, "-conf", "--conf-file") and _ours_covers(known.algo, known.env):
+    if known.algo in ZOO_ALGOS and not has_option(argv, "-conf", "--conf-file") and _ours_covers(known.algo, known.env):
         argv += ["--conf-file", str(HYPERPARAMS_DIR / ZOO_ALGOS[known.algo][1])]
-    if _has_option(argv, "-optimize", "--optimize-hyperparameters"):
-        if not _has_option(argv, "--storage"):
+    if has_option(argv, "-optimize", "--optimize-hyperparameters"):
+        if not has_option(argv, "--storage"):
             os.makedirs(known.log_folder, exist_ok=True)
             argv += ["--storage", f"sqlite:///{os.path.abspath(os.path.join(known.log_folder, 'optuna.db'))}"]
-        if not _has_option(argv, "--study-name"):
+        if not has_option(argv, "--study-name"):
             argv += ["--study-name", re.sub(r"[^\w.-]", "_", f"{known.algo}-{known.env}")]
     return argv
