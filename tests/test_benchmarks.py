@@ -132,3 +132,20 @@ def test_alpha_scales_measures_the_ratio_the_rule_targets(tmp_path):
         ratio = np.median([float(r["alpha"]) * float(r["entropy_spread"]) / float(r["return_spread"]) for r in late])
         (line,) = [line for line in printed.splitlines() if line.split()[:2] == ["point-mass", seed]]
         assert float(line.split()[5]) == pytest.approx(ratio, abs=1e-3)
+
+
+def test_controller_benchmark_times_ours_and_pytorch_mppis_where_installed():
+    """The command of BENCHMARKS.md's controller table; pytorch_mppi is not a dependency, so CI times ours alone."""
+    try:
+        import pytorch_mppi  # noqa: F401
+
+        extra = []
+    except ImportError:
+        extra = ["--ours-only"]
+    command = [sys.executable, str(ROOT / "benchmarks" / "vs_pytorch_mppi.py"), "--samples", "50", "--horizons", "5",
+               "--calls", "2", "--rounds", "1", "--warmup", "1", *extra]  # fmt: skip
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    (row,) = [line for line in printed.splitlines() if line.startswith("| 50 | 5 |")]
+    cells = [cell.strip() for cell in row.split("|")[1:-1]]
+    assert float(cells[3]) > 0 and float(cells[5]) > 0  # ours, plain MPPI and MaxDiff, in ms
+    assert (cells[2] == "nan") == bool(extra)

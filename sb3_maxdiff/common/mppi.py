@@ -162,11 +162,12 @@ def _generic_rollout(
 ) -> tuple[th.Tensor, th.Tensor]:
     """Step any ``model(state, action) -> (next_state, reward)`` over (B, .) rows (e.g. known dynamics in the tests)."""
     lead = obs.shape[:-1]
-    state, actions = obs.reshape(-1, obs.shape[-1]), actions.reshape(-1, *actions.shape[-2:])
+    state = obs.reshape(-1, obs.shape[-1])
+    steps = actions.reshape(-1, *actions.shape[-2:]).transpose(0, 1).contiguous()  # (H, B, m): each step's rows together
     total_reward, visited = th.zeros(state.shape[0], dtype=obs.dtype, device=obs.device), []
-    for step in range(actions.shape[1]):
+    for action in steps:
         visited.append(state)
-        next_state, reward = model(state, actions[:, step])
+        next_state, reward = model(state, action)
         total_reward = total_reward + reward
         state = next_state.clamp(-state_bound, state_bound)
     states = th.stack(visited, dim=1)

@@ -34,13 +34,21 @@ class KnownModel(nn.Module):
         super().__init__()
         self.dynamics, self.running_reward = dynamics, running_reward
         self.low, self.high = low, high
+        self._affine: tuple[th.device, th.dtype, th.Tensor, th.Tensor] | None = None
+
+    def _middle_and_half_range(self, like: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """``(high + low) / 2`` and ``(high - low) / 2`` on ``like``'s device and dtype, made once for each."""
+        if self._affine is None or self._affine[:2] != (like.device, like.dtype):
+            low, high = self.low.to(like), self.high.to(like)  # type: ignore[union-attr]
+            self._affine = (like.device, like.dtype, 0.5 * (high + low), 0.5 * (high - low))
+        return self._affine[2], self._affine[3]
 
     def to_action(self, action: th.Tensor) -> th.Tensor:
         """The dynamics' action from the planner's (mapped from [-1, 1] onto [low, high] where bounds are given)."""
         if self.low is None or self.high is None:
             return action
-        low, high = self.low.to(action), self.high.to(action)
-        return low + (action.clamp(-1.0, 1.0) + 1.0) * 0.5 * (high - low)
+        middle, half_range = self._middle_and_half_range(action)
+        return th.addcmul(middle, action.clamp(-1.0, 1.0), half_range)
 
     def forward(self, state: th.Tensor, action: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         action = self.to_action(action)
