@@ -4,6 +4,7 @@ batched over samples and parallel environments, each environment with its own wa
 """
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -107,7 +108,8 @@ class PlannerSettings:
         a tuple of bools gives each of N independent agents batched in one model its own (planning then takes
         one environment per agent, E = N)
     :param clip_samples: clip sampled actions to [-1, 1] before the rollout (the published runs did not)
-    :param state_bound: bound on predicted states, so that a diverging model stays finite
+    :param state_bound: bound on predicted states, so that a diverging model stays finite (``math.inf``: none,
+        for known dynamics)
     :param dtype: compute dtype of the model rollouts, "float32" or "bfloat16" (see :func:`rollout`)
     """
 
@@ -169,7 +171,7 @@ def _generic_rollout(
         visited.append(state)
         next_state, reward = model(state, action)
         total_reward = total_reward + reward
-        state = next_state.clamp(-state_bound, state_bound)
+        state = next_state if state_bound == math.inf else next_state.clamp(-state_bound, state_bound)
     states = th.stack(visited, dim=1)
     return total_reward.view(lead), states.view(*lead, *states.shape[-2:])
 

@@ -4,6 +4,7 @@ An MPPI controller over known dynamics, with the optional MaxDiff path-entropy t
 the same code) called once per control step on a model you give instead of one it learns.
 """
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch as th
@@ -51,7 +52,9 @@ class KnownModel(nn.Module):
         return th.addcmul(middle, action.clamp(-1.0, 1.0), half_range)
 
     def forward(self, state: th.Tensor, action: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        action = self.to_action(action)
+        if self.low is not None and self.high is not None:  # the planner's samples are in [-1, 1] already
+            middle, half_range = self._middle_and_half_range(action)
+            action = th.addcmul(middle, action, half_range)
         next_state = self.dynamics(state, action)
         return next_state, self.running_reward(next_state, action)
 
@@ -140,6 +143,7 @@ class MPPIController:
             noise_std=noise_std,
             control_cost=control_cost,
             clip_samples=bounds is not None,
+            state_bound=math.inf,  # known dynamics: no bound against a diverging model
         )
         bonus = None
         if alpha > 0:
