@@ -52,7 +52,7 @@ def test_bad_spaces(algo, env, match):
         (dict(temperature=-1.0), "temperature"),
         (dict(noise_std=0.0), "noise_std"),
         (dict(batch_size=0), "batch_size"),
-        (dict(planner_dtype="float16"), "planner_dtype.*bfloat16.*float32"),
+        (dict(planner_dtype="float16"), "planner_dtype.*float32.*bfloat16.*auto"),
     ],
 )
 @pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])

@@ -28,6 +28,7 @@ from sb3_maxdiff.common.cuda_graphs import GraphedUpdates
 from sb3_maxdiff.common.entropy import PathEntropy
 from sb3_maxdiff.common.mppi import PlannerSettings
 from sb3_maxdiff.common.optimizers import model_updates
+from sb3_maxdiff.common.precision import AUTO, PLANNER_DTYPE_CHOICES, choose_planner_dtype
 from sb3_maxdiff.common.training_stats import TrainingStats
 from sb3_maxdiff.common.utils import (
     check_choice,
@@ -87,8 +88,10 @@ class NNMPPI(OffPolicyAlgorithm):
         would, planned and trained in one batched call. ``learning_starts``, alpha schedules and
         ``buffer_size`` are then per agent; ``total_timesteps`` counts every agent's steps (as in SB3);
         :meth:`agent` extracts one agent as a model of its own
-    :param planner_dtype: dtype of the planner's rollouts, "float32" or "bfloat16" (training is float32);
-        bfloat16 pays off only on hardware with bfloat16 matrix units
+    :param planner_dtype: dtype of the planner's rollouts, "float32", "bfloat16" or "auto" (training is float32);
+        bfloat16 pays off only on hardware with bfloat16 matrix units; "auto" takes it where the device has them
+        (a CPU with AVX512_BF16 or AMX, a CUDA GPU) and a few plans of the model run faster in it, decided when the
+        model is set up (and again at load); ``planner_dtype_timings`` holds the timings it decided on
     :param cuda_graph: how to run, not what is learned (not saved: pass it to ``load`` too, like ``device``):
         on CUDA, replay the planning step as one captured graph (same random draws as eager planning) and,
         for independent agents batched in one model, each ``train`` call's updates as another
@@ -155,7 +158,11 @@ class NNMPPI(OffPolicyAlgorithm):
         self.noise_std = noise_std
         self.control_cost = list(control_cost) if is_per_agent(control_cost) else control_cost
         self.action_semantics = action_semantics
+        check_choice("planner_dtype", planner_dtype, PLANNER_DTYPE_CHOICES)
         self.planner_dtype = planner_dtype
+        # the dtype the planner runs in: "auto" is decided with the model (float32 until then)
+        self._planner_dtype_in_use = "float32" if planner_dtype == AUTO else planner_dtype
+        self.planner_dtype_timings: dict[str, float] = {}
         _ = self.planner_settings  # made, and so checked, before SB3's setup: this error comes first
         check_positive("batch_size", batch_size, integer=True)
         if not (is_integer(buffer_size) and buffer_size >= 2):
@@ -223,7 +230,7 @@ class NNMPPI(OffPolicyAlgorithm):
             noise_std=self.noise_std,
             control_cost=tuple(self.control_cost) if is_per_agent(self.control_cost) else self.control_cost,
             clip_samples=self.action_semantics == "bounded",
-            dtype=self.planner_dtype,
+            dtype=self._planner_dtype_in_use,
         )
 
     def _per_agent_settings(self) -> dict[str, list]:
@@ -245,6 +252,8 @@ class NNMPPI(OffPolicyAlgorithm):
 
     def _setup_model(self) -> None:
         check_spaces(self.observation_space, self.action_space)
+        # at load too: planner_dtype comes from the saved file or the caller, "auto" is decided below
+        self._planner_dtype_in_use = "float32" if self.planner_dtype == AUTO else self.planner_dtype
         check_agent_env(self.independent_agents, self.n_agents, self.n_envs, self._vec_normalize_env)
         self._check_per_agent_settings()
         self.n_agents = self.n_envs if self.independent_agents else None
@@ -269,6 +278,20 @@ class NNMPPI(OffPolicyAlgorithm):
             super()._setup_model()
         finally:
             self.policy_kwargs = user_policy_kwargs
+        if self.planner_dtype == AUTO:
+            self._choose_planner_dtype()
+
+    def _choose_planner_dtype(self) -> None:
+        """For ``planner_dtype="auto"``: bfloat16 where this device has it in hardware and it plans this model
+        faster (timed on a few plans, which leave torch's random stream as it was), float32 otherwise."""
+        obs_dim = int(np.prod(self.observation_space.shape))  # type: ignore[arg-type]
+        n_rows = self.n_agents or 1
+        chosen, self.planner_dtype_timings = choose_planner_dtype(self.policy.planner, self.policy.model, obs_dim, n_rows)
+        self._planner_dtype_in_use = chosen
+        self.policy.use_planner_settings(self.planner_settings)
+        if self.verbose >= 1:
+            timings = ", ".join(f"{name} {1e3 * seconds:.1f} ms" for name, seconds in self.planner_dtype_timings.items())
+            print(f"planner_dtype='auto': planning in {chosen}" + (f" (a plan: {timings})" if timings else ""))
 
     def _setup_learn(
         self,
@@ -401,7 +424,9 @@ class NNMPPI(OffPolicyAlgorithm):
     def _excluded_save_params(self) -> list[str]:
         # cuda_graph is how to run, chosen again at load (like the device)
         # the agents are set up again with the model (_agent_returns: files of earlier versions)
+        # planner_dtype="auto" is decided again at load, on the machine that loads
         excluded = ["_train_nominal", "_stats", "_graphed_updates", "cuda_graph", "agents", "_agent_returns"]
+        excluded += ["_planner_dtype_in_use", "planner_dtype_timings"]
         return [*super()._excluded_save_params(), *excluded]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:

@@ -147,6 +147,12 @@ class MPPIPolicy(BasePolicy):
         )
         return data
 
+    def use_planner_settings(self, settings: PlannerSettings) -> None:
+        """Plan with ``settings`` from now on (e.g. another compute dtype); graphs of the old ones are dropped."""
+        self.planner_settings = settings
+        self.planner = MPPIPlanner(self.planner.action_dim, settings, self.entropy_bonus)
+        self._graphs = GraphedPlanning()
+
     def plan(
         self,
         obs: PyTorchObs,
