@@ -211,3 +211,29 @@ def test_tabulate_reads_episode_ends_when_lengths_are_missing(tmp_path):
     text = "\n".join(tabulate(str(path), [2150]))
     assert "| 1 | -700 | -850 |" in text and "-600 +/- 141 (n = 2)" in text
     assert "a vs b: Welch p = " in text and "Mann-Whitney p = " in text
+
+
+def test_tabulate_compares_a_method_across_settings_of_several_files(tmp_path, capsys):
+    from sb3_maxdiff.experiments.episodes import per_seed_values, tabulate_main
+
+    rows = {
+        "sweep.csv": ["setting,method,seed,episode,steps,return,length,kind", "alpha=1,maxdiff,0,0,1000,-5,1000,train",
+                      "alpha=10,maxdiff,0,0,1000,7,1000,train", "alpha=10,maxdiff,0,0,1000,8,1000,eval"],
+        "heavy.csv": ["setting,method,seed,episode,steps,return,length,kind", "heavy,maxdiff,0,0,1000,9,1000,train",
+                      "heavy,nnmppi,0,0,1000,2,1000,train"],
+    }  # fmt: skip
+    for name, lines in rows.items():
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    paths = [str(tmp_path / name) for name in rows]
+    values = per_seed_values(paths, [1000], by_setting=True)["last episode at 1,000"]
+    assert values == {"maxdiff@alpha=1": {0: -5.0}, "maxdiff@alpha=10": {0: 7.0}, "maxdiff@heavy": {0: 9.0},
+                      "nnmppi@heavy": {0: 2.0}}  # fmt: skip
+    assert tabulate_main([*paths, "--steps", "1000", "--by-setting"]) == 0
+    assert "| seed | MaxDiff, alpha=1 | MaxDiff, alpha=10 | MaxDiff, heavy | NN-MPPI, heavy |" in capsys.readouterr().out
+    # grouped by method alone, seed 0 of MaxDiff would mix three runs: refused, naming both files
+    with pytest.raises(SystemExit):
+        tabulate_main([*paths, "--steps", "1000"])
+    assert "seed 0 of MaxDiff is in both" in capsys.readouterr().err
+    (tmp_path / "plain.csv").write_text("method,seed,steps,return\nmaxdiff,0,1000,1\n")
+    with pytest.raises(ValueError, match="no setting column"):
+        per_seed_values(str(tmp_path / "plain.csv"), [1000], by_setting=True)

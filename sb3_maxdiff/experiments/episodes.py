@@ -5,12 +5,14 @@ write-up can be recomputed from a file kept in the repository rather than from a
     python -m sb3_maxdiff.experiments export results --budget reduced-50000-steps --out episodes.csv
     python -m sb3_maxdiff.experiments export results --budget reduced --settings beta=0.01 --seeds 0 1 2 --out b.csv
     python -m sb3_maxdiff.experiments tabulate episodes.csv --steps 10000 20000 50000
+    python -m sb3_maxdiff.experiments tabulate sweep.csv episodes.csv --steps 50000 --by-setting
 
 ``export`` writes one row per training episode (its return, length, the step count at its end and, where the run
 recorded them, its ergodicity diagnostics) and per evaluation episode. ``tabulate`` gives, per method, each
 seed's last training return and running maximum over full-length episodes at the given step counts, its final
 evaluation and diagnostics, then mean +/- std over seeds (ddof 1) and Welch's and the Mann-Whitney test between
-each pair of methods.
+each pair of methods; several files are read as one, and ``--by-setting`` compares each method in each setting
+(MaxDiff at several alphas, say, beside the methods of another file).
 """
 
 import argparse
@@ -19,6 +21,7 @@ import itertools
 import math
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +32,8 @@ from sb3_maxdiff.experiments.specs import ERGODICITY_FILE, RESULT_FILE, read_win
 from sb3_maxdiff.experiments.stats import format_pvalue, mann_whitney_pvalue, welch_ttest
 
 DIAGNOSTICS = ("msd_exponent", "autocorr_time", "episode_coverage", "coverage")
+# joins a method and its setting in the group names of per_seed_values(..., by_setting=True)
+SETTING_SEPARATOR = "@"
 EPISODE_COLUMNS = ("setting", "method", "seed", "episode", "steps", "return", "length", "full_length", "kind", *DIAGNOSTICS)
 
 
@@ -137,21 +142,42 @@ def _float(text: str | None) -> float:
     return math.nan if text in (None, "") else float(text)
 
 
-def per_seed_values(path: str, steps: list[int], full_length: int = 1000) -> dict[str, dict[str, dict[int, float]]]:
+def group_label(group: str) -> str:
+    """The name a table shows for a group of :func:`per_seed_values`: the method's, and its setting where grouped so."""
+    method, _, setting = group.partition(SETTING_SEPARATOR)
+    label = METHOD_LABELS.get(method, method)
+    return f"{label}, {setting}" if setting else label
+
+
+def per_seed_values(
+    paths: str | Sequence[str], steps: list[int], full_length: int = 1000, by_setting: bool = False
+) -> dict[str, dict[str, dict[int, float]]]:
     """
-    quantity -> method -> seed -> value, from a per-episode CSV: this module's, or one with the columns method,
+    quantity -> group -> seed -> value, from per-episode CSV files: this module's, or ones with the columns method,
     seed, return, length or steps (the step count at the episode's end), and kind (``train`` or ``eval``; train
-    if absent). Episodes of ``full_length`` steps or more count for the running maximum.
+    if absent). Episodes of ``full_length`` steps or more count for the running maximum. A group is a method, or
+    with ``by_setting`` a method in one setting (``"maxdiff@alpha=10"``; see :func:`group_label`). A (group, seed)
+    found in two files is refused: the files would mix two runs.
     """
     episodes: dict[tuple[str, int], list[dict[str, str]]] = defaultdict(list)
     evaluations: dict[tuple[str, int], list[float]] = defaultdict(list)
-    with open(path) as file:
-        for row in csv.DictReader(file):
-            key = (row["method"], int(row["seed"]))
-            if row.get("kind", "train") == "train":
-                episodes[key].append(row)
-            elif row["kind"] == "eval":
-                evaluations[key].append(float(row["return"]))
+    source: dict[tuple[str, int], str] = {}
+    for path in [paths] if isinstance(paths, str) else paths:
+        with open(path) as file:
+            for row in csv.DictReader(file):
+                if by_setting and not row.get("setting"):
+                    raise ValueError(f"{path} has no setting column: group its runs by method alone")
+                group = f"{row['method']}{SETTING_SEPARATOR}{row['setting']}" if by_setting else row["method"]
+                key = (group, int(row["seed"]))
+                if source.setdefault(key, path) != path:
+                    raise ValueError(
+                        f"seed {key[1]} of {group_label(group)} is in both {source[key]} and {path}"
+                        + ("" if by_setting else "; group by setting as well if they are different runs")
+                    )
+                if row.get("kind", "train") == "train":
+                    episodes[key].append(row)
+                elif row["kind"] == "eval":
+                    evaluations[key].append(float(row["return"]))
     values: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     for (method, seed), rows in episodes.items():
         if rows[0].get("length"):
@@ -183,14 +209,17 @@ def _mean_std(values: list[float]) -> str:
     return f"{np.mean(finite):.4g} +/- {std:.3g} (n = {len(finite)})"
 
 
-def tabulate(path: str, steps: list[int], full_length: int = 1000) -> list[str]:
-    """Markdown: per-seed values of each quantity, their mean +/- std (ddof 1), and the tests between methods."""
-    values = per_seed_values(path, steps, full_length)
+def tabulate(paths: str | Sequence[str], steps: list[int], full_length: int = 1000, by_setting: bool = False) -> list[str]:
+    """
+    Markdown: per-seed values of each quantity, their mean +/- std (ddof 1), and the tests between methods (or, with
+    ``by_setting``, between each method in each setting), from one or several per-episode CSV files.
+    """
+    values = per_seed_values(paths, steps, full_length, by_setting)
     lines = []
     for quantity, by_method in values.items():
         methods = list(by_method)
         seeds = sorted({seed for per_seed in by_method.values() for seed in per_seed})
-        lines += [f"### {quantity}", "", "| seed | " + " | ".join(METHOD_LABELS.get(m, m) for m in methods) + " |"]
+        lines += [f"### {quantity}", "", "| seed | " + " | ".join(group_label(m) for m in methods) + " |"]
         lines.append("|---" * (len(methods) + 1) + "|")
         for seed in seeds:
             cells = [f"{by_method[m].get(seed, math.nan):.4g}" for m in methods]
@@ -201,7 +230,7 @@ def tabulate(path: str, steps: list[int], full_length: int = 1000) -> list[str]:
             x, y = ([v for v in by_method[m].values() if not math.isnan(v)] for m in (a, b))
             welch = welch_ttest(x, y).pvalue
             lines.append(
-                f"- {METHOD_LABELS.get(a, a)} vs {METHOD_LABELS.get(b, b)}: Welch p = {format_pvalue(welch)}, "
+                f"- {group_label(a)} vs {group_label(b)}: Welch p = {format_pvalue(welch)}, "
                 f"Mann-Whitney p = {format_pvalue(mann_whitney_pvalue(x, y))}"
             )
         lines.append("")
@@ -226,10 +255,19 @@ def export_main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
 
 def tabulate_main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=prog, description="Per-seed tables and tests from a per-episode CSV file.")
-    parser.add_argument("csv", help="a CSV written by `export` (or with columns method, seed, return, length, kind)")
+    parser = argparse.ArgumentParser(prog=prog, description="Per-seed tables and tests from per-episode CSV files.")
+    parser.add_argument(
+        "csv", nargs="+", help="CSVs written by `export` (or with columns method, seed, return, length, kind), read as one"
+    )
     parser.add_argument("--steps", type=int, nargs="+", required=True, help="step counts of the training returns")
     parser.add_argument("--full-length", type=int, default=1000, help="episode length that counts for the running max")
+    parser.add_argument(
+        "--by-setting", action="store_true", help="compare each method in each setting (e.g. MaxDiff at several alphas)"
+    )
     args = parser.parse_args(argv)
-    print("\n".join(tabulate(args.csv, args.steps, args.full_length)))
+    try:
+        lines = tabulate(args.csv, args.steps, args.full_length, args.by_setting)
+    except ValueError as error:
+        parser.error(str(error))
+    print("\n".join(lines))
     return 0
