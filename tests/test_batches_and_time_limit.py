@@ -255,3 +255,4 @@ def test_a_run_may_resume_on_another_device_and_notes_it(tmp_path, monkeypatch):
     assert json.loads((run_dir / "spec.json").read_text())["device"] == "cpu"  # the settings it started with
     (note,) = json.loads((run_dir / "resumes.json").read_text())
     assert note["device"] == ("cuda:0" if th.cuda.is_available() else "cpu")
+    assert note["exact"] is not th.cuda.is_available()  # exact only where it stayed on the kind of device it started on

@@ -41,6 +41,7 @@ from sb3_maxdiff.experiments.specs import (
     MODEL_FILE,
     MONITOR_FILE,
     RESUMES_FILE,
+    SPEC_FILE,
     WINDOWS_FILE,
     RunSpec,
     read_resumes,
@@ -383,6 +384,16 @@ def _truncate_monitor(path: str, episodes: int) -> None:
         file.writelines(lines[: 2 + episodes])
 
 
+def _last_device_type(run_dir: str, agent_timesteps: int) -> str:
+    """The kind of device ("cpu", "cuda") the run trained on before ``agent_timesteps``: that of its last resume
+    before then that noted one, else the one it started on (its ``spec.json``)."""
+    for resume in reversed(read_resumes(run_dir)):
+        if resume["agent_timesteps"] < agent_timesteps and "device" in resume:
+            return th.device(resume["device"]).type
+    with open(os.path.join(run_dir, SPEC_FILE)) as file:
+        return th.device(json.load(file).get("device", "cpu")).type
+
+
 def _record_resume(run_dir: str, episodes: int, agent_timesteps: int, exact: bool = False, device: str | None = None) -> None:
     """
     Note in ``resumes.json`` that the run continues from ``agent_timesteps`` after its first ``episodes`` monitor
@@ -521,7 +532,9 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
         else:  # a checkpoint of an earlier version
             exact = False
         for run_dir, kept in zip(run_dirs, episodes):
-            _record_resume(run_dir, kept, done, exact, device=str(model.device))
+            # another kind of device computes differently: the run goes on, but not as it would have
+            same_device = _last_device_type(run_dir, done) == model.device.type
+            _record_resume(run_dir, kept, done, exact and same_device, device=str(model.device))
     else:
         remove_checkpoints(directory)
         for run_dir in run_dirs:
