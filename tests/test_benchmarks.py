@@ -149,3 +149,21 @@ def test_controller_benchmark_times_ours_and_pytorch_mppis_where_installed():
     cells = [cell.strip() for cell in row.split("|")[1:-1]]
     assert float(cells[3]) > 0 and float(cells[5]) > 0  # ours, plain MPPI and MaxDiff, in ms
     assert (cells[2] == "nan") == bool(extra)
+
+
+def test_planner_precision_compares_the_two_dtypes_of_a_saved_model(tmp_path):
+    """The command of BENCHMARKS.md's bfloat16 validation, on a small point-mass model."""
+    from sb3_maxdiff import MaxDiffMPPI
+
+    env_id = "sb3_maxdiff/PointMass-beta0_01-v0"
+    model = MaxDiffMPPI("MlpPolicy", env_id, horizon=5, n_samples=20, batch_size=8, learning_starts=10, seed=0,
+                        policy_kwargs=dict(net_arch=[16]))  # fmt: skip
+    model.learn(30)
+    model.save(tmp_path / "small.zip")
+    command = [sys.executable, str(ROOT / "benchmarks" / "planner_precision.py"), str(tmp_path / "small.zip"),
+               "--env", env_id, "--stride", "200", "--step-calls", "1"]  # fmt: skip
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    (row,) = [line for line in printed.splitlines() if line.startswith("| small.zip |")]
+    cells = [cell.strip() for cell in row.split("|")[1:-1]]
+    assert int(cells[1]) >= 1 and 0 <= float(cells[2]) <= float(cells[3]) <= 2  # actions in [-1, 1]
+    assert all(float(cell) > 0 for cell in cells[6:9])  # both steps timed, and their ratio
