@@ -357,3 +357,46 @@ def test_point_mass_100k_blocks_are_those_of_their_csv():
         assert_shown_as(float(np.mean(list(quantity[method].values()))), diagnostics.group(shown), f"{name}: {method}")
     welch = welch_ttest(list(msd["maxdiff"].values()), list(msd["nnmppi"].values())).pvalue
     assert_shown_as(welch, diagnostics.group(3), f"{name}: MSD exponent Welch p")
+
+
+SWEEP_MARKER = "## The alpha sweep on the heavy Swimmer, 50k steps"
+SWEEP_CSVS = [str(REPRODUCTION / "swimmer_alpha_50k.csv"), str(REPRODUCTION / "swimmer_heavy_50k.csv")]
+
+
+def _sweep_group(label: str) -> str:
+    """The group (``method@setting``) of a row label of the sweep's tables."""
+    label = label.removesuffix(", mean +/- std")
+    if label.startswith("NN-MPPI"):
+        return "nnmppi@heavy"
+    alpha = label.split(" ")[0]
+    return "maxdiff@heavy" if alpha == "100" else f"maxdiff@alpha={alpha}"
+
+
+def test_alpha_sweep_per_seed_table_is_that_of_its_csvs():
+    values = per_seed_values(SWEEP_CSVS, [10_000, 20_000, 50_000], by_setting=True)
+    quantities = [*SWIMMER_COLUMNS[:5], "coverage (end of training)", "msd_exponent (median over episodes)"]
+    _, rows = table_after(SWEEP_MARKER)
+    assert len([row for row in rows if row[1].isdigit()]) == 9 and len(rows) == 14
+    for label, seed, *cells in rows:
+        group = _sweep_group(label)
+        for quantity, cell in zip(quantities, cells, strict=True):
+            if seed.isdigit():
+                assert_shown_as(values[quantity][group][int(seed)], cell, f"{label} seed {seed} {quantity}")
+            else:
+                assert_mean_std_shown_as(list(values[quantity][group].values()), cell, f"{label} {quantity}")
+
+
+def test_alpha_sweep_tests_are_those_of_its_csvs():
+    values = per_seed_values(SWEEP_CSVS, [50_000], by_setting=True)
+    _, rows = table_after("| alpha | against | training return at 50k")
+    assert len(rows) == 6
+    for alpha, other, *cells in rows:
+        group, against = _sweep_group(alpha), _sweep_group("100" if other == "alpha 100" else other)
+        for quantity, cell in zip(["last episode at 50,000", EVALUATION], cells[:2]):
+            rank, welch, direction = re.match(r"([\d.]+) \(([\d.e-]+)\), (higher|lower)", cell).groups()
+            x, y = list(values[quantity][group].values()), list(values[quantity][against].values())
+            assert len(x) == 3 and len(y) == 5
+            assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"alpha {alpha} vs {other}, {quantity}")
+            shown = float(welch)
+            assert abs(welch_ttest(x, y).pvalue - shown) <= 0.051 * shown, f"alpha {alpha} vs {other} (Welch)"
+            assert (np.mean(x) > np.mean(y)) == (direction == "higher")
