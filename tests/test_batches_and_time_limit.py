@@ -215,7 +215,7 @@ def test_a_run_stopped_by_its_time_limit_resumes_as_if_it_had_never_stopped(
     uninterrupted = execute_group(specs, straight)
     ends = []
     monkeypatch.setattr(Deadline, "episode_ended", lambda self: ends.append(1) or len(ends) == 2)
-    with pytest.raises(TimeLimitReached):
+    with pytest.raises(TimeLimitReached, match=r"at 200 of \d+ steps per agent"):  # the checkpoint's step
         execute_group(specs, stopped, options=ExecutionOptions(deadline=1e12))
     monkeypatch.undo()
     resumed = execute_group(specs, stopped)

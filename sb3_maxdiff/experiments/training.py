@@ -595,7 +595,7 @@ def train_group(specs: list[RunSpec], out: str, progress: Progress, options: Exe
     model.learn(len(specs) * (specs[0].steps - done), callback=callbacks, reset_num_timesteps=done == 0)
     if hook.stopped:
         raise TimeLimitReached(
-            f"stopped before the time limit at {hook.agent_steps} of {specs[0].steps} steps per agent, checkpoint in "
+            f"stopped before the time limit at {hook.last_checkpoint} of {specs[0].steps} steps per agent, checkpoint in "
             f"{directory}"
         )
     info = {"train_seconds": time.perf_counter() - start, "resumed_from_steps": done}
