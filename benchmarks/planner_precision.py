@@ -125,14 +125,11 @@ def compare(args: argparse.Namespace) -> None:
         if args.step_calls > 0:
             for model in models.values():
                 model.set_logger(configure(None, []))  # train() records its losses
-                model.learning_starts = 0
                 model.replay_buffer = models["float32"].replay_buffer
-            filled = _fill(models["float32"], states)
-            if filled:
-                for _ in range(2):  # interleaved, the fastest of each kept
-                    for dtype, model in models.items():
-                        step[dtype] = min(step[dtype] if step[dtype] == step[dtype] else float("inf"),
-                                          step_seconds(model, args.step_calls))  # fmt: skip
+            if _fill(models["float32"], states):
+                # two rounds, the dtypes in turn within each, the fastest of each kept
+                rounds = [{dtype: step_seconds(model, args.step_calls) for dtype, model in models.items()} for _ in range(2)]
+                step = {dtype: min(seconds[dtype] for seconds in rounds) for dtype in models}
         name = path.rsplit("/", 1)[-1]
         print(
             f"| {name} | {actions['states']} | {actions['mean_max_diff']:.4f} | {actions['max_max_diff']:.4f} | "

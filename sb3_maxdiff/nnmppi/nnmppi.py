@@ -160,8 +160,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self.action_semantics = action_semantics
         check_choice("planner_dtype", planner_dtype, PLANNER_DTYPE_CHOICES)
         self.planner_dtype = planner_dtype
-        # the dtype the planner runs in: "auto" is decided with the model (float32 until then)
-        self._planner_dtype_in_use = "float32" if planner_dtype == AUTO else planner_dtype
+        self._reset_planner_dtype()
         self.planner_dtype_timings: dict[str, float] = {}
         _ = self.planner_settings  # made, and so checked, before SB3's setup: this error comes first
         check_positive("batch_size", batch_size, integer=True)
@@ -252,8 +251,7 @@ class NNMPPI(OffPolicyAlgorithm):
 
     def _setup_model(self) -> None:
         check_spaces(self.observation_space, self.action_space)
-        # at load too: planner_dtype comes from the saved file or the caller, "auto" is decided below
-        self._planner_dtype_in_use = "float32" if self.planner_dtype == AUTO else self.planner_dtype
+        self._reset_planner_dtype()  # at load too: planner_dtype comes from the saved file or the caller
         check_agent_env(self.independent_agents, self.n_agents, self.n_envs, self._vec_normalize_env)
         self._check_per_agent_settings()
         self.n_agents = self.n_envs if self.independent_agents else None
@@ -280,6 +278,10 @@ class NNMPPI(OffPolicyAlgorithm):
             self.policy_kwargs = user_policy_kwargs
         if self.planner_dtype == AUTO:
             self._choose_planner_dtype()
+
+    def _reset_planner_dtype(self) -> None:
+        """The dtype the planner runs in: the one asked for; "auto" is decided with the model (float32 until then)."""
+        self._planner_dtype_in_use = "float32" if self.planner_dtype == AUTO else self.planner_dtype
 
     def _choose_planner_dtype(self) -> None:
         """For ``planner_dtype="auto"``: bfloat16 where this device has it in hardware and it plans this model
