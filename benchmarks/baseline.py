@@ -11,7 +11,7 @@ import numpy as np
 import torch as th
 from torch import nn
 
-from sb3_maxdiff.common.entropy import PathEntropy
+from sb3_maxdiff.common.entropy import PathEntropySettings
 
 
 def sequential_mlp(input_dim: int, output_dim: int, net_arch: list[int]) -> nn.Sequential:
@@ -53,7 +53,7 @@ class BaselinePlanner:
         self.nominal = th.zeros(horizon, action_dim)
 
     @th.no_grad()
-    def plan(self, model: BaselineModel, obs: th.Tensor, path_entropy: PathEntropy | None, alpha: float) -> th.Tensor:
+    def plan(self, model: BaselineModel, obs: th.Tensor, path_entropy: PathEntropySettings | None, alpha: float) -> th.Tensor:
         self.nominal = th.cat([self.nominal[1:], th.zeros(1, self.action_dim)])
         eps = th.randn(self.n_samples, self.horizon, self.action_dim) * self.noise_std
         eta, smoothed = th.zeros(self.n_samples, self.action_dim), []

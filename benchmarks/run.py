@@ -253,7 +253,7 @@ def measure_scaling(args: argparse.Namespace) -> list[dict]:
     for n_samples, horizon, n_envs in grid:
         bonus = EntropyBonus(entropy, alpha=5.0).to(args.device)
         settings = PlannerSettings(horizon, n_samples, temperature=0.1, noise_std=0.3, control_cost=False)
-        planner = MPPIPlanner(2, settings, path_entropy=bonus)
+        planner = MPPIPlanner(2, settings, entropy_bonus=bonus)
         obs = th.randn(n_envs, 10, device=args.device)
         nominal = planner.initial_nominal(n_envs, args.device)
         ms, _ = median_ms(partial(planner.plan, model, obs, nominal, None), args.calls, args.device)

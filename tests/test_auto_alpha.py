@@ -82,7 +82,7 @@ def closed_loop(scale: float, alpha: float | None, steps: int = 12) -> tuple[lis
     the true dynamics. The rewards and the temperature are both multiplied by ``scale``.
     """
     bonus = EntropyBonus(ENTROPY, float("nan") if alpha is None else alpha)
-    planner = MPPIPlanner(**{**PLANNER, "temperature": scale * PLANNER["temperature"]}, path_entropy=bonus)
+    planner = MPPIPlanner(**{**PLANNER, "temperature": scale * PLANNER["temperature"]}, entropy_bonus=bonus)
     model, state = ScaledModel(scale), th.tensor([[1.0, -0.5, 0.2, 0.1]])
     nominal, actions = planner.initial_nominal(1, "cpu"), []
     generator = th.Generator().manual_seed(11)

@@ -10,10 +10,11 @@ from test_experiment_runner import _monitor_rows, _result
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
 from sb3_maxdiff.experiments.arguments import duration_seconds
-from sb3_maxdiff.experiments.execution import ExecutionOptions, execute_group, group_runs
+from sb3_maxdiff.experiments.batching import batch_dir, batch_kwargs, group_runs
+from sb3_maxdiff.experiments.execution import execute_group
+from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
 from sb3_maxdiff.experiments.runner import EXIT_TIME_LIMIT
 from sb3_maxdiff.experiments.specs import RunSpec, build_specs, is_finished
-from sb3_maxdiff.experiments.training import Deadline, TimeLimitReached, batch_dir, batch_kwargs
 
 
 def test_batch_cells_groups_the_cells_that_can_share_one_model():
@@ -88,7 +89,7 @@ def test_a_bad_time_limit_says_what_it_wanted(text):
 
 def test_deadline_stops_where_the_next_episode_might_not_end_in_time(monkeypatch):
     now = [1000.0]
-    monkeypatch.setattr("sb3_maxdiff.experiments.training.time.time", lambda: now[0])
+    monkeypatch.setattr("sb3_maxdiff.experiments.options.time.time", lambda: now[0])
     deadline = Deadline(1100.0)
     now[0] = 1030.0
     assert not deadline.episode_ended()  # 70 s left > 1.5 * 30 s + 10 s

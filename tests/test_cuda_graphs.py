@@ -32,7 +32,7 @@ def planner_and_model(batched: bool, device: str = "cpu") -> tuple[MPPIPlanner, 
     th.manual_seed(0)
     entropy = make_path_entropy(obs_dim=4, horizon=10, dims=[0, 1], weights=[1.0, 0.5])
     bonus = EntropyBonus(entropy, alpha=2.0).to(device)
-    planner = MPPIPlanner(2, horizon=10, n_samples=64, temperature=0.5, noise_std=0.3, path_entropy=bonus)
+    planner = MPPIPlanner(2, horizon=10, n_samples=64, temperature=0.5, noise_std=0.3, entropy_bonus=bonus)
     model = BatchedDynamicsRewardModel(3, 4, 2, [32, 32]) if batched else DynamicsRewardModel(4, 2, [32, 32])
     return planner, model.to(device)
 
@@ -145,7 +145,7 @@ def test_optimizer_pointers_change_when_the_state_is_loaded_not_when_updated():
 
 def test_storage_pointers_change_when_a_tensor_is_replaced_not_when_updated():
     planner, model = planner_and_model(batched=False)
-    bonus = planner.path_entropy
+    bonus = planner.entropy_bonus
     before = storage_pointers(model, bonus)
     with th.no_grad():
         model.dynamics[0].weight.add_(1.0)  # an optimizer step or load_state_dict: in place
@@ -256,7 +256,7 @@ def test_replay_equals_eager_planning(batched):
 @needs_cuda
 def test_replay_sees_in_place_updates_and_recaptures_after_a_move():
     planner, model = planner_and_model(False, "cuda")
-    planner.path_entropy.alpha.zero_()
+    planner.entropy_bonus.alpha.zero_()
     graphs = GraphedPlanning()
     obs, nominal = th.zeros((2, 4), device="cuda"), th.zeros((2, 10, 2), device="cuda")
     th.manual_seed(0)
@@ -277,7 +277,7 @@ def test_replay_sees_in_place_updates_and_recaptures_after_a_move():
     model.reward[-1].bias = th.nn.Parameter(model.reward[-1].bias.detach() - 0.25)
     th.manual_seed(0)
     moved = graphs.plan(planner, model, obs, nominal, None)
-    assert len(graphs.graphs) == 1 and graphs.graphs[0].pointers == storage_pointers(model, planner.path_entropy)
+    assert len(graphs.graphs) == 1 and graphs.graphs[0].pointers == storage_pointers(model, planner.entropy_bonus)
     th.testing.assert_close(moved.stat("predicted_return"), before.stat("predicted_return"))
 
 

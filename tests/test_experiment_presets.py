@@ -8,9 +8,10 @@ import pytest
 from helpers import SUBPROCESS_TIMEOUT
 
 from sb3_maxdiff.envs import ANT, SWIMMER_HEAVY, SWIMMER_LIGHT
-from sb3_maxdiff.experiments import presets
+from sb3_maxdiff.experiments import presets, zoo_files
 from sb3_maxdiff.experiments.presets import PRESETS, SAC_ZOO, cell_kwargs, get_budget
-from sb3_maxdiff.experiments.report import Run, curve_table
+from sb3_maxdiff.experiments.report import curve_table
+from sb3_maxdiff.experiments.results import Run
 from sb3_maxdiff.experiments.specs import build_specs
 
 
@@ -31,18 +32,18 @@ def test_sac_zoo_takes_rl_zoos_swimmer_entry():
 def test_sac_zoo_reads_the_installed_yaml_rather_than_a_copy(tmp_path, monkeypatch):
     (tmp_path / "hyperparams").mkdir()
     (tmp_path / "hyperparams" / "sac.yml").write_text("Swimmer-v4:\n  n_timesteps: 5\n  policy: MlpPolicy\n  gamma: 0.5\n")
-    monkeypatch.setattr(presets, "rl_zoo_hyperparams_path", lambda algo: str(tmp_path / "hyperparams" / f"{algo}.yml"))
-    presets._rl_zoo_hyperparams.cache_clear()
+    monkeypatch.setattr(zoo_files, "rl_zoo_hyperparams_path", lambda algo: str(tmp_path / "hyperparams" / f"{algo}.yml"))
+    zoo_files._rl_zoo_hyperparams.cache_clear()
     try:
         assert presets.published_kwargs(SAC_ZOO, SWIMMER_HEAVY) == {"gamma": 0.5}
         (tmp_path / "hyperparams" / "sac.yml").write_text("Swimmer-v4:\n  normalize: true\n")
-        presets._rl_zoo_hyperparams.cache_clear()
+        zoo_files._rl_zoo_hyperparams.cache_clear()
         with pytest.raises(ValueError, match="normalize"):
             presets.published_kwargs(SAC_ZOO, SWIMMER_HEAVY)
     finally:
-        presets._rl_zoo_hyperparams.cache_clear()
+        zoo_files._rl_zoo_hyperparams.cache_clear()
     with pytest.raises(ValueError, match=r"sac-zoo.*defined for"):
-        presets.rl_zoo_kwargs(ANT)
+        zoo_files.rl_zoo_kwargs(ANT)
 
 
 def test_sac_zoo_without_rl_zoo_names_the_extra():
@@ -83,7 +84,7 @@ def test_swimmer_report_puts_ours_beside_the_published_curve_points():
     lines = curve_table(PRESETS["swimmer-methods"], runs)
     rows = [line for line in lines if line.startswith("| heavy | MaxDiff")]
     assert [row.split(" | ")[2] for row in rows] == ["10,000", "20,000", "50,000"]  # 100k is past these runs
-    assert rows[2].endswith("| 15.0 +/- 5.0 | 15.0 +/- 5.0 | 122 |")
+    assert rows[2].endswith("| 15.0 +/- 7.1 | 15.0 +/- 7.1 | 122 |")  # 10 and 20, sample std
 
 
 def test_cells_say_what_the_runner_needs_of_their_environment():

@@ -12,11 +12,13 @@ from helpers import SUBPROCESS_TIMEOUT
 
 from sb3_maxdiff.experiments import execution, training
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
-from sb3_maxdiff.experiments.execution import ExecutionOptions, execute_group, execute_run
-from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, _literal_policy_kwargs, cell_kwargs, get_budget
-from sb3_maxdiff.experiments.report import load_runs
+from sb3_maxdiff.experiments.execution import execute_group, execute_run
+from sb3_maxdiff.experiments.options import ExecutionOptions
+from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, cell_kwargs, get_budget
+from sb3_maxdiff.experiments.results import load_runs
 from sb3_maxdiff.experiments.runner import run_specs
 from sb3_maxdiff.experiments.specs import RESULT_FILE, RunSpec, build_specs, is_finished
+from sb3_maxdiff.experiments.zoo_files import literal_policy_kwargs
 
 
 def _result(out, spec):
@@ -78,7 +80,7 @@ def test_bad_names_are_rejected():
     with pytest.raises(ValueError, match=r"settings of preset 'point-mass-beta' are .*unknown \['beta=2'\]"):
         build_specs("point-mass-beta", "smoke", [0], settings=["beta=2"])
     with pytest.raises(ValueError, match="policy_kwargs must be of the form"):
-        _literal_policy_kwargs("dict(activation_fn=nn.Tanh)")
+        literal_policy_kwargs("dict(activation_fn=nn.Tanh)")
     with pytest.raises(ValueError, match="steps must be a positive number of environment steps, got 0"):
         build_specs("point-mass-beta", "smoke", [0], steps=0)
 
@@ -138,7 +140,7 @@ def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
     assert "| beta=0.01 | PointMassUnbounded-beta0_01-v0 | MaxDiff | 2 | 2 |" in report
     assert "MaxDiff vs NN-MPPI" in report and "-269.9 +/- 257.0" in report  # published numbers beside ours
     assert "## Ergodicity of the training paths" in report and "| beta=0.01 | MaxDiff | 2 |" in report
-    assert "population standard deviation (ddof 0" in report  # REPRODUCTION.md quotes both conventions
+    assert "sample standard deviation (ddof 1" in report  # as tabulate
     for figure in ("multi_shot_learning_curves.png", "multi_shot_final.png"):
         assert (folder / figure).stat().st_size > 10_000
 
@@ -337,7 +339,7 @@ def test_batched_seeds_write_the_files_of_separate_runs(tmp_path, capsys):
 
 
 def test_interrupted_batch_continues_from_its_checkpoint(tmp_path, monkeypatch):
-    from sb3_maxdiff.experiments.training import batch_dir
+    from sb3_maxdiff.experiments.batching import batch_dir
 
     specs = build_specs("point-mass-beta", "smoke", [0, 1], settings=["beta=1"], methods=["nnmppi"])
     specs = [
@@ -508,10 +510,10 @@ def test_a_batch_seeds_each_environment_with_its_own_seed(tmp_path):
     """Environment i of a batch starts as a run of seed i alone would (SB3 alone would seed it with seed 0 + i)."""
     import gymnasium as gym
 
-    from sb3_maxdiff.experiments.training import _training_env
+    from sb3_maxdiff.experiments.environments import training_env
 
     specs = build_specs("point-mass-beta", "smoke", [3, 7], settings=["beta=1"], methods=["nnmppi"])
-    env = _training_env(specs, [str(tmp_path / "a"), str(tmp_path / "b")], resume=False)
+    env = training_env(specs, [str(tmp_path / "a"), str(tmp_path / "b")], resume=False)
     env.seed(3 + 10)  # what set_random_seed(first seed + steps done) does on resuming at step 10
     first = env.reset()
     for row, seed in zip(first, (13, 17)):
@@ -521,7 +523,7 @@ def test_a_batch_seeds_each_environment_with_its_own_seed(tmp_path):
 
 def test_runs_are_grouped_by_cell_only_when_batching():
     specs = build_specs("point-mass-beta", "smoke", range(3), settings=["beta=1"], methods=["maxdiff", "sac"])
-    from sb3_maxdiff.experiments.execution import group_runs
+    from sb3_maxdiff.experiments.batching import group_runs
 
     assert group_runs(specs) == [[spec] for spec in specs]
     batched = group_runs(specs, batch_seeds=True)
@@ -533,7 +535,7 @@ def test_runs_are_grouped_by_cell_only_when_batching():
 
 def test_a_checkpoint_of_an_earlier_version_is_read(tmp_path):
     """A single run's checkpoint pointer as earlier versions wrote it (a number of episodes, one list of cells)."""
-    from sb3_maxdiff.experiments.training import read_checkpoint
+    from sb3_maxdiff.experiments.checkpoints import read_checkpoint
 
     (tmp_path / "checkpoint.json").write_text(json.dumps({"timesteps": 200, "episodes": 2, "visited_cells": [[1, 2]]}))
     checkpoint = read_checkpoint(str(tmp_path), 1)

@@ -5,8 +5,16 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from sb3_maxdiff.experiments.report import run_value_at, value_at
-from sb3_maxdiff.experiments.stats import compare, format_pvalue, mann_whitney_pvalue, summarize, welch_ttest
+from sb3_maxdiff.experiments.results import run_value_at, value_at
+from sb3_maxdiff.experiments.stats import (
+    compare,
+    compare_seeds,
+    format_pvalue,
+    mann_whitney_pvalue,
+    nan_mean_std,
+    summarize,
+    welch_ttest,
+)
 
 FIXED = [
     ([1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]),
@@ -57,11 +65,25 @@ def test_compare_pools_episodes_and_averages_seeds():
 
 def test_summarize_and_format():
     summary = summarize([1.0, 3.0])
-    assert (summary.mean, summary.std, summary.n) == (2.0, 1.0, 2)
-    assert math.isnan(summarize([]).mean)
+    assert (summary.mean, summary.std, summary.n) == (2.0, math.sqrt(2.0), 2)  # the sample std, ddof 1
+    assert math.isnan(summarize([]).mean) and math.isnan(summarize([4.0]).std) and summarize([4.0]).mean == 4.0
     assert format_pvalue(0.0004) == "<0.001"
     assert format_pvalue(0.01234) == "0.0123"
     assert format_pvalue(math.nan) == "n/a"
+
+
+def test_compare_seeds_drops_seeds_without_a_value():
+    result = compare_seeds([1.0, 2.0, math.nan, 3.0], [4.0, 6.0, 8.0])
+    assert (result.a.n, result.b.n) == (3, 3) and result.a.mean == 2.0 and result.b.std == 2.0
+    assert result.welch == welch_ttest([1.0, 2.0, 3.0], [4.0, 6.0, 8.0])
+    assert result.mann_whitney == mann_whitney_pvalue([1.0, 2.0, 3.0], [4.0, 6.0, 8.0]) == 0.1
+
+
+def test_nan_mean_std_over_seeds_of_a_curve():
+    values = np.array([[1.0, 2.0, math.nan, math.nan], [3.0, math.nan, math.nan, 5.0]])
+    mean, std = nan_mean_std(values)
+    np.testing.assert_array_equal(mean, [2.0, 2.0, math.nan, 5.0])
+    np.testing.assert_array_equal(std, [math.sqrt(2.0), math.nan, math.nan, math.nan])  # one seed: no std
 
 
 def test_value_at_holds_last_finished_episode():
@@ -75,7 +97,8 @@ def test_value_at_holds_last_finished_episode():
 
 def test_curve_table_puts_ours_beside_the_published_training_returns():
     from sb3_maxdiff.experiments.presets import PRESETS
-    from sb3_maxdiff.experiments.report import Run, curve_table
+    from sb3_maxdiff.experiments.report import curve_table
+    from sb3_maxdiff.experiments.results import Run
     from sb3_maxdiff.experiments.specs import build_specs
 
     specs = build_specs("point-mass-beta", "reduced", [0, 1], settings=["beta=0.01"], methods=["maxdiff"])
@@ -85,12 +108,13 @@ def test_curve_table_puts_ours_beside_the_published_training_returns():
     curves[1][9] = -700.0
     runs = [Run(spec, steps, curve, {}) for spec, curve in zip(specs, curves)]
     (row,) = [line for line in curve_table(PRESETS["point-mass-beta"], runs) if line.startswith("| beta=0.01")]
-    assert row == "| beta=0.01 | MaxDiff | 10,000 | 2 | -600.0 +/- 100.0 | -500.0 +/- 200.0 | -560 |"
+    assert row == "| beta=0.01 | MaxDiff | 10,000 | 2 | -600.0 +/- 141.4 | -500.0 +/- 282.8 | -560 |"  # ddof 1
 
 
 def test_per_seed_tests_compare_methods_on_training_returns_and_diagnostics():
     from sb3_maxdiff.experiments.presets import PRESETS
-    from sb3_maxdiff.experiments.report import Run, per_seed_tests
+    from sb3_maxdiff.experiments.report import per_seed_tests
+    from sb3_maxdiff.experiments.results import Run
     from sb3_maxdiff.experiments.specs import build_specs
 
     specs = build_specs("point-mass-beta", "reduced", [0, 1, 2], settings=["beta=0.01"], methods=["maxdiff", "nnmppi"])
@@ -106,11 +130,11 @@ def test_per_seed_tests_compare_methods_on_training_returns_and_diagnostics():
     (raw,) = [line for line in lines if "10,000 steps, raw" in line]
     expected = scipy_stats.ttest_ind(last["maxdiff"], last["nnmppi"], equal_var=False)
     assert raw.startswith("| beta=0.01 | training return at 10,000 steps, raw | MaxDiff vs NN-MPPI |")
-    assert "| -400.0 +/- 81.6 (n = 3) | -866.7 +/- 124.7 (n = 3) |" in raw
+    assert "| -400.0 +/- 100.0 (n = 3) | -866.7 +/- 152.8 (n = 3) |" in raw  # sample std
     assert f"t = {expected.statistic:.2f}" in raw and f"p = {format_pvalue(expected.pvalue)}" in raw
     (exponent,) = [line for line in lines if "| MSD exponent |" in line]
     expected = scipy_stats.ttest_ind(msd["maxdiff"], msd["nnmppi"], equal_var=False)
-    assert f"t = {expected.statistic:.2f}" in exponent and "0.60 +/- 0.08 (n = 3)" in exponent
+    assert f"t = {expected.statistic:.2f}" in exponent and "0.60 +/- 0.10 (n = 3)" in exponent
     # the diagnostics nobody logged get no row; 20k is past the runs' end, so no row either
     assert not [line for line in lines if "coverage" in line or "20,000" in line]
 
@@ -127,7 +151,7 @@ def test_running_max_counts_full_length_episodes_only():
 
 
 def test_report_reads_which_episodes_ran_their_full_length(tmp_path):
-    from sb3_maxdiff.experiments.report import episode_length, load_runs
+    from sb3_maxdiff.experiments.results import episode_length, load_runs
     from sb3_maxdiff.experiments.specs import build_specs
 
     spec = build_specs("point-mass-beta", "reduced", [0], settings=["beta=0.001"], methods=["nnmppi"])[0]
@@ -144,7 +168,7 @@ def test_report_reads_which_episodes_ran_their_full_length(tmp_path):
 
 
 def test_episode_ends_after_a_resume_count_the_unfinished_episode():
-    from sb3_maxdiff.experiments.report import episode_ends
+    from sb3_maxdiff.experiments.results import episode_ends
 
     lengths = [203, 1000, 332, 1000, 1000, 1000, 1000, 1000]
     assert list(episode_ends(lengths, [])) == [203, 1203, 1535, 2535, 3535, 4535, 5535, 6535]
@@ -160,10 +184,10 @@ def test_episode_ends_after_a_resume_count_the_unfinished_episode():
 
 def test_a_resumed_run_exports_its_episodes_at_their_steps_with_their_diagnostics(tmp_path):
     """The episodes after a resume keep their lengths, end at the agent steps the diagnostics were written at."""
+    from sb3_maxdiff.experiments.checkpoints import record_resume
     from sb3_maxdiff.experiments.episodes import run_episode_rows
-    from sb3_maxdiff.experiments.report import load_runs
+    from sb3_maxdiff.experiments.results import load_runs
     from sb3_maxdiff.experiments.specs import build_specs, read_resumes
-    from sb3_maxdiff.experiments.training import _record_resume
 
     spec = build_specs("point-mass-beta", "reduced", [0], settings=["beta=0.001"], methods=["maxdiff"])[0]
     run_dir = tmp_path / spec.relpath
@@ -177,8 +201,8 @@ def test_a_resumed_run_exports_its_episodes_at_their_steps_with_their_diagnostic
     rows = ["timesteps,msd_exponent,autocorr_time,episode_coverage,coverage"]
     rows += [f"{end}.0,{0.5 + index / 100},{10 + index},0.01,{0.05 + index / 1000}" for index, end in enumerate(true_ends)]
     (run_dir / "ergodicity.csv").write_text("\n".join(rows) + "\n")
-    _record_resume(str(run_dir), 7, 6000)  # a first try, stopped later, then resumed from an earlier checkpoint
-    _record_resume(str(run_dir), 6, 5000)
+    record_resume(str(run_dir), 7, 6000)  # a first try, stopped later, then resumed from an earlier checkpoint
+    record_resume(str(run_dir), 6, 5000)
     assert read_resumes(str(run_dir)) == [{"episodes": 6, "agent_timesteps": 5000, "exact": False}]
 
     (run,) = load_runs(str(tmp_path))[("point-mass-beta", "reduced")]
@@ -211,6 +235,29 @@ def test_tabulate_reads_episode_ends_when_lengths_are_missing(tmp_path):
     text = "\n".join(tabulate(str(path), [2150]))
     assert "| 1 | -700 | -850 |" in text and "-600 +/- 141 (n = 2)" in text
     assert "a vs b: Welch p = " in text and "Mann-Whitney p = " in text
+
+
+def test_tabulate_counts_the_episodes_export_marked_full_length(tmp_path):
+    from sb3_maxdiff.experiments.episodes import per_seed_values
+
+    path = tmp_path / "episodes.csv"
+    # episodes of 200 steps that export marked as full-length (an environment whose episodes are 200 steps long)
+    rows = ["method,seed,episode,steps,return,length,full_length,kind", "a,0,0,200,-50,200,1,train"]
+    rows += ["a,0,1,300,-10,100,0,train", "a,0,2,500,-90,200,1,train"]
+    path.write_text("\n".join(rows) + "\n")
+    assert per_seed_values(str(path), [500])["running max at 500"]["a"] == {0: -50.0}  # the mark, not 1000 steps
+    assert per_seed_values(str(path), [500], full_length=100)["running max at 500"]["a"] == {0: -10.0}  # asked for
+    path.write_text("\n".join(row.rsplit(",", 2)[0] + "," + row.rsplit(",", 1)[1] for row in rows) + "\n")  # no mark
+    assert math.isnan(per_seed_values(str(path), [500])["running max at 500"]["a"][0])  # none reaches 1000 steps
+
+
+def test_tabulate_names_the_columns_a_foreign_file_lacks(tmp_path):
+    from sb3_maxdiff.experiments.episodes import tabulate
+
+    path = tmp_path / "other.csv"
+    path.write_text("variant,seed,episode,return\nx,0,0,-5\n")
+    with pytest.raises(ValueError, match=r"lacks the column\(s\) \['method'\].*its columns are \['variant'"):
+        tabulate(str(path), [1000])
 
 
 def test_tabulate_compares_a_method_across_settings_of_several_files(tmp_path, capsys):

@@ -243,10 +243,10 @@ def test_package_needs_no_organization(trained_logs, tmp_path, monkeypatch, caps
 
 
 def test_package_where_nothing_renders_skips_the_video_in_one_line(trained_logs, tmp_path, monkeypatch, capsys):
-    from sb3_maxdiff import hub
+    from sb3_maxdiff.hub import cli
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(hub, "choose_offscreen_backend", lambda: None)
+    monkeypatch.setattr(cli, "choose_offscreen_backend", lambda: None)
     args = ["package", "--algo", "nnmppi", "--env", ENV_ID, "-f", str(trained_logs), "-orga", "tester"]
     hub_main([*args, "--env-kwargs", "max_episode_steps:20", "--n-eval-episodes", "1", "--output", "packaged"])
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("Replay video", "No replay video"))]

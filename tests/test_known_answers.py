@@ -107,7 +107,7 @@ def test_path_entropy_statistic_is_the_weighted_entropy_of_the_planned_paths(mon
             return state + action, th.zeros(state.shape[:1])
 
     entropy = make_path_entropy(obs_dim=2, horizon=H)
-    planner = MPPIPlanner(M, horizon=H, n_samples=K, control_cost=False, path_entropy=EntropyBonus(entropy, 0.0))
+    planner = MPPIPlanner(M, horizon=H, n_samples=K, control_cost=False, entropy_bonus=EntropyBonus(entropy, 0.0))
     draws = th.randn(1, K, H, M, generator=th.Generator().manual_seed(6))
     fixed_noise(monkeypatch, draws)
     result = planner.plan(Integrator(), th.zeros(1, 2), planner.initial_nominal(1, "cpu"))
@@ -150,7 +150,7 @@ def test_maxdiff_options_set_the_entropy_the_planner_scores(options, expected):
     """What the planner of a MaxDiffMPPI built with these options computes, on known paths (T = horizon)."""
     model = MaxDiffMPPI(POINT_MASS, seed=0, device="cpu", **{**TINY, **options})
     x = th.randn(2, 3, TINY["horizon"], 4, generator=th.Generator().manual_seed(7))
-    bonus = model.policy.planner.path_entropy
+    bonus = model.policy.planner.entropy_bonus
     th.testing.assert_close(bonus.entropy(x), expected(x))
     # and training runs with them
     model.learn(40)

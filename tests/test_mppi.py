@@ -97,7 +97,7 @@ def test_maxdiff_paths_have_more_entropy_than_nnmppi():
     th.manual_seed(0)
     nnmppi = closed_loop(MPPIPlanner(**common, control_cost=True), model, steps=60)
     th.manual_seed(0)
-    maxdiff = closed_loop(MPPIPlanner(**common, control_cost=False, path_entropy=EntropyBonus(entropy, 5.0)), model, steps=60)
+    maxdiff = closed_loop(MPPIPlanner(**common, control_cost=False, entropy_bonus=EntropyBonus(entropy, 5.0)), model, steps=60)
     # entropy of the executed trajectories, over the same sliding windows the planner scores
     windows = lambda states: states.unfold(0, 30, 5).transpose(-1, -2)  # noqa: E731
     assert entropy(windows(maxdiff)).mean() > entropy(windows(nnmppi)).mean() + 0.5

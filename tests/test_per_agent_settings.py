@@ -37,13 +37,13 @@ class LinearModel(th.nn.Module):
 def mixed_planner() -> MPPIPlanner:
     bonus = EntropyBonus(ENTROPY, n_agents=3)
     bonus.alpha.copy_(th.tensor(ALPHAS))
-    return MPPIPlanner(**PLANNER, control_cost=CONTROL, path_entropy=bonus)
+    return MPPIPlanner(**PLANNER, control_cost=CONTROL, entropy_bonus=bonus)
 
 
 def own_planner(index: int) -> MPPIPlanner:
     """The planner agent ``index`` would have alone: its own alpha and flag, one value each."""
     bonus = EntropyBonus(ENTROPY, ALPHAS[index]) if ALPHAS[index] > 0 else None
-    return MPPIPlanner(**PLANNER, control_cost=CONTROL[index], path_entropy=bonus)
+    return MPPIPlanner(**PLANNER, control_cost=CONTROL[index], entropy_bonus=bonus)
 
 
 def sample_paths(n_agents: int = 3):
@@ -180,7 +180,7 @@ def test_agents_of_a_mixed_batch_come_out_with_their_own_settings(tmp_path):
     assert not hasattr(nnmppi, "alpha") and not hasattr(nnmppi, "explr_dims")
     nnmppi.save(tmp_path / "nnmppi.zip")
     loaded = NNMPPI.load(tmp_path / "nnmppi.zip", device="cpu")
-    assert loaded.control_cost is True and loaded.policy.planner.path_entropy is None
+    assert loaded.control_cost is True and loaded.policy.planner.entropy_bonus is None
     for key, value in model.policy.model.agent_state_dict(1).items():
         assert th.equal(loaded.policy.model.state_dict()[key], value), key
 

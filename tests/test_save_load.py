@@ -85,7 +85,7 @@ def test_alpha_lives_only_beside_the_path_entropy():
     assert nnmppi.policy.alpha is None and "alpha" not in nnmppi.policy.state_dict()
     maxdiff = MaxDiffMPPI(POINT_MASS, seed=0, alpha=2.0, **TINY)
     assert maxdiff.policy.state_dict()["entropy_bonus.alpha"].item() == 2.0 == maxdiff.policy.alpha.item()
-    assert maxdiff.policy.planner.path_entropy is maxdiff.policy.entropy_bonus
+    assert maxdiff.policy.planner.entropy_bonus is maxdiff.policy.entropy_bonus
     # policies saved by earlier versions kept alpha as a buffer of their own (NN-MPPI's unused): they still load
     old_state = {**nnmppi.policy.state_dict(), "alpha": th.tensor(0.0)}
     nnmppi.policy.load_state_dict(old_state)

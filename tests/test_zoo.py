@@ -62,7 +62,7 @@ def test_yaml_entry_builds(algo, env_id):
         assert model.gamma == 0.99 and model.ent_coef_tensor.item() == pytest.approx(1 / reward_scale)
         assert model.tau == (0.01 if "PointMass" in env_id else 0.005)
     if algo == "maxdiff":
-        assert model.policy.planner.path_entropy is not None and model.control_cost is False
+        assert model.policy.planner.entropy_bonus is not None and model.control_cost is False
 
 
 def test_point_mass_alpha_schedule_from_yaml():

@@ -5,7 +5,7 @@ algorithm asks this object wherever the two differ: how steps are counted, how m
 what is logged, and how one agent is taken out of a batched model.
 """
 
-import copy
+import abc
 from collections.abc import Callable
 from typing import Any
 
@@ -19,53 +19,98 @@ from sb3_maxdiff.common.utils import is_integer
 Record = Callable[..., None]
 
 
-class SharedModel:
-    """One model plans for and learns from every environment (``independent_agents=False``)."""
+class AgentLayout(abc.ABC):
+    """
+    Who learns from which environment, asked by the algorithm wherever the two layouts differ.
 
-    independent = False
-    n_agents: int | None = None
+    :attr independent: whether each environment has an agent of its own
+    :attr n_agents: the agents of the model (one per environment), None for one model shared by all
+    """
+
+    independent: bool
+    n_agents: int | None
 
     @property
+    @abc.abstractmethod
     def batched(self) -> int | None:
         """Agents batched in one model (the policy's ``n_agents``): None for one plain model."""
-        return None
 
+    @abc.abstractmethod
     def agent_steps(self, num_timesteps: int) -> int:
         """Environment steps taken by each agent, from SB3's count of every environment's steps."""
-        return num_timesteps
 
+    @abc.abstractmethod
     def env_steps(self, agent_steps: int) -> int:
         """SB3's step count (every environment's steps) when each agent has taken ``agent_steps``."""
-        return agent_steps
 
+    @abc.abstractmethod
     def gradient_steps(self, gradient_steps: int) -> int:
         """Updates per agent when ``gradient_steps=-1`` asks for one per environment step collected."""
-        return gradient_steps
 
+    @abc.abstractmethod
     def make_buffer(self, algorithm: Any) -> NextActionReplayBuffer | None:
         """The replay buffer of ``algorithm``, or None where SB3's own setup makes it."""
-        return None
 
+    @abc.abstractmethod
     def sample(self, buffer: NextActionReplayBuffer, n_rows: int, env: VecNormalize | None) -> NextActionReplayBufferSamples:
         """Minibatch rows for the model: tensors of shape (B, ...), or (N, B, ...) for batched agents."""
-        return buffer.sample(n_rows, env=env)
 
+    @abc.abstractmethod
     def collect_returns(self, infos: list[dict[str, Any]]) -> None:
         """Keep each agent's last episode return (independent agents only)."""
 
+    @abc.abstractmethod
     def skipped_where(self, skipped: np.ndarray) -> str:
         """Which agents skipped updates, for the warning."""
-        return ""
 
+    @abc.abstractmethod
     def record(self, record: Record, model_loss: np.ndarray | None) -> None:
         """Log what is logged per agent: the model loss and the last episode return."""
 
-    def extract(self, algorithm: Any, index: int, algo_class: type | None = None, drop: tuple[str, ...] = ()) -> Any:
-        """Agent ``index`` of ``algorithm`` as an algorithm of its own (independent agents only)."""
+    @abc.abstractmethod
+    def check_agent_index(self, index: int) -> None:
+        """Refuse an ``index`` that names no agent of the model (every one, for a shared model)."""
+
+
+class SharedModel(AgentLayout):
+    """One model plans for and learns from every environment (``independent_agents=False``)."""
+
+    independent = False
+    n_agents = None
+
+    @property
+    def batched(self) -> int | None:
+        return None
+
+    def agent_steps(self, num_timesteps: int) -> int:
+        return num_timesteps
+
+    def env_steps(self, agent_steps: int) -> int:
+        return agent_steps
+
+    def gradient_steps(self, gradient_steps: int) -> int:
+        return gradient_steps
+
+    def make_buffer(self, algorithm: Any) -> NextActionReplayBuffer | None:
+        return None
+
+    def sample(self, buffer: NextActionReplayBuffer, n_rows: int, env: VecNormalize | None) -> NextActionReplayBufferSamples:
+        return buffer.sample(n_rows, env=env)
+
+    def collect_returns(self, infos: list[dict[str, Any]]) -> None:
+        pass
+
+    def skipped_where(self, skipped: np.ndarray) -> str:
+        return ""
+
+    def record(self, record: Record, model_loss: np.ndarray | None) -> None:
+        pass
+
+    def check_agent_index(self, index: int) -> None:
         raise ValueError("agent(index) needs a model created with independent_agents=True")
 
 
-class IndependentAgents(SharedModel):
+class IndependentAgents(AgentLayout):
     """
     One agent per environment (``independent_agents=True``), each with its own model, optimizer state,
     replay column, warm start and schedules, as separate runs would have; more than one agent are batched
@@ -129,34 +174,12 @@ class IndependentAgents(SharedModel):
             for index, value in enumerate(self.returns):
                 record(f"rollout/ep_rew_agent_{index}", float(value))
 
-    def extract(self, algorithm: Any, index: int, algo_class: type | None = None, drop: tuple[str, ...] = ()) -> Any:
-        """
-        Agent ``index`` of ``algorithm`` as an algorithm of its own, with its own value of each per-agent setting.
-
-        :param algo_class: the class of the agent made (default: the algorithm's), e.g. ``NNMPPI`` for an agent of a
-            MaxDiff batch that plans as NN-MPPI
-        :param drop: attributes of ``algorithm`` that the agent does not take (those ``algo_class`` does not have)
-        """
+    def check_agent_index(self, index: int) -> None:
         if not (is_integer(index) and 0 <= index < self.n_agents):
             raise ValueError(f"index must be an integer in [0, {self.n_agents - 1}], got {index!r}")
-        skipped = {*algorithm._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts"}
-        data = copy.deepcopy({key: value for key, value in algorithm.__dict__.items() if key not in skipped})
-        data.update(algorithm._agent_settings(index))
-        algo_class = type(algorithm) if algo_class is None else algo_class
-        # on the model's device: "auto" would put an agent of a CPU model on a GPU where one is present
-        single = algo_class(algorithm.policy_class, env=None, device=algorithm.device, _init_setup_model=False)
-        single.__dict__.update({key: value for key, value in data.items() if key not in drop})
-        single.independent_agents, single.n_envs, single.seed = False, 1, None  # no reseeding of the global RNGs
-        single.cuda_graph = algorithm.cuda_graph  # not a saved parameter, but the agent runs as the batch does
-        single.num_timesteps = self.agent_steps(algorithm.num_timesteps)
-        with th.random.fork_rng(devices=[]):  # the throw-away initial weights leave the torch stream as it was
-            single._setup_model()
-        single.seed = algorithm.seed
-        copy_agent(algorithm.policy, single.policy, index)
-        return single
 
 
-def make_agents(n_agents: int | None) -> SharedModel:
+def make_agents(n_agents: int | None) -> AgentLayout:
     """``n_agents`` independent agents, one per environment, or (None) one model shared by all environments."""
     return SharedModel() if n_agents is None else IndependentAgents(n_agents)
 

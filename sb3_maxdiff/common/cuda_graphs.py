@@ -47,7 +47,7 @@ class PlanGraph:
     def __init__(self, planner: MPPIPlanner, model: nn.Module, obs: th.Tensor, nominal: th.Tensor):
         if obs.device.type != "cuda":
             raise ValueError(f"obs must be on a CUDA device to capture a CUDA graph, got device {obs.device}")
-        self.pointers = storage_pointers(model, planner.path_entropy)
+        self.pointers = storage_pointers(model, planner.entropy_bonus)
         self.obs, self.nominal = obs.detach().clone(), nominal.detach().clone()
         self.reset = th.zeros(obs.shape[0], dtype=th.bool, device=obs.device)
         self.graph = th.cuda.CUDAGraph()
@@ -130,7 +130,7 @@ class GraphedPlanning(CapturedGraphs):
             return planner.plan(model, obs, nominal, reset)
         try:
             graph = self.find_or_capture(
-                storage_pointers(model, planner.path_entropy),
+                storage_pointers(model, planner.entropy_bonus),
                 lambda graph: graph.matches(obs, nominal),
                 lambda: PlanGraph(planner, model, obs, nominal),
             )

@@ -106,10 +106,11 @@ def path_entropy(
 
 
 @dataclass(frozen=True)
-class PathEntropy:
+class PathEntropySettings:
     """
-    The path-entropy term as configured for one environment: which state dims to explore,
-    their weights and the windowing. Call it on full-state paths of shape (..., T, n).
+    How the path entropy is measured for one environment: which state dims to explore, their
+    weights and the windowing. Called on full-state paths of shape (..., T, n), it gives their
+    entropies with these settings (:func:`path_entropy`).
 
     :param dims: indices of the exploration dims in the observation (None: all)
     :param weights: weight per exploration dim (None: ones)
@@ -131,6 +132,10 @@ class PathEntropy:
         return path_entropy(paths, weights, window=self.window, method=self.method, top_m=self.top_m)
 
 
+# the name saved models of earlier versions refer to (their policy_kwargs hold one)
+PathEntropy = PathEntropySettings
+
+
 class EntropyBonus(nn.Module):
     """
     The MaxDiff term of the planner's sample scores, ``alpha * S`` for each predicted path, with its weight:
@@ -141,12 +146,12 @@ class EntropyBonus(nn.Module):
     Where an agent's alpha is 0 its scores ignore the entropy altogether (a non-finite entropy included): that
     agent plans as NN-MPPI's planner does.
 
-    :param entropy: the path entropy ``S``
+    :param entropy: how the path entropy ``S`` is measured
     :param alpha: its initial weight
     :param n_agents: None: one weight (shape ()); an int N: one weight per agent (shape (N,))
     """
 
-    def __init__(self, entropy: PathEntropy, alpha: float = 0.0, n_agents: int | None = None):
+    def __init__(self, entropy: PathEntropySettings, alpha: float = 0.0, n_agents: int | None = None):
         super().__init__()
         self.entropy = entropy
         self.alpha: th.Tensor
@@ -157,9 +162,10 @@ class EntropyBonus(nn.Module):
         alpha = self.alpha if self.alpha.dim() == 0 else self.alpha[:, None]
         return th.where(alpha > 0, alpha * entropy, th.zeros((), dtype=entropy.dtype, device=entropy.device))
 
-    def forward(self, paths: th.Tensor) -> th.Tensor:
-        """``alpha * S`` of paths of shape (E, K, T, n)."""
-        return self.weigh(self.entropy(paths))
+    def forward(self, paths: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """The entropies ``S`` of paths of shape (E, K, T, n) and the bonus ``alpha * S`` they earn, both (E, K)."""
+        entropy = self.entropy(paths)
+        return entropy, self.weigh(entropy)
 
 
 @functools.lru_cache(maxsize=64)
@@ -177,9 +183,9 @@ def make_path_entropy(
     window: bool | int = False,
     method: str = "logdet",
     top_m: int | None = None,
-) -> PathEntropy:
+) -> PathEntropySettings:
     """
-    Validate the user's options once and build a :class:`PathEntropy`.
+    Validate the user's options once and build the :class:`PathEntropySettings`.
 
     :param obs_dim: size of the flat observation
     :param horizon: length of the paths the term will see (planning horizon or trailing window)
@@ -217,4 +223,4 @@ def make_path_entropy(
         window_size = window
     else:
         raise ValueError(f"window must be False, True or an int in [2, horizon={horizon}], got {window!r}")
-    return PathEntropy(dims=dims, weights=weights, window=window_size, method=method, top_m=top_m)
+    return PathEntropySettings(dims=dims, weights=weights, window=window_size, method=method, top_m=top_m)

@@ -123,6 +123,10 @@ class PlannerSettings:
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> "PlannerSettings":
+        """Refuse a bad field with an error that names it (done when the settings are made); returns the settings."""
         check_positive("horizon", self.horizon, integer=True)
         check_positive("n_samples", self.n_samples, integer=True)
         check_positive("temperature", self.temperature)
@@ -136,6 +140,7 @@ class PlannerSettings:
             check_flag("control_cost", self.control_cost)
         check_flag("clip_samples", self.clip_samples)
         planner_compute_dtype(self.dtype)
+        return self
 
     @property
     def compute_dtype(self) -> th.dtype:
@@ -203,7 +208,7 @@ class MPPIPlanner:
 
     :param action_dim: size of the (normalised) action
     :param settings: the planner's settings (horizon, samples, temperature, noise, ...)
-    :param path_entropy: the MaxDiff term with its weight; None for plain NN-MPPI
+    :param entropy_bonus: the MaxDiff term with its weight; None for plain NN-MPPI
     :param settings_kwargs: the fields of :class:`PlannerSettings` as keywords, instead of ``settings``
     """
 
@@ -211,7 +216,7 @@ class MPPIPlanner:
         self,
         action_dim: int,
         settings: PlannerSettings | None = None,
-        path_entropy: EntropyBonus | None = None,
+        entropy_bonus: EntropyBonus | None = None,
         **settings_kwargs: Any,
     ):
         if settings is not None and settings_kwargs:
@@ -219,7 +224,7 @@ class MPPIPlanner:
         check_positive("action_dim", action_dim, integer=True)
         self.settings = PlannerSettings(**settings_kwargs) if settings is None else settings
         self.action_dim = action_dim
-        self.path_entropy = path_entropy
+        self.entropy_bonus = entropy_bonus
         self._filter: th.Tensor | None = None
 
     @property
@@ -255,11 +260,10 @@ class MPPIPlanner:
             if settings.per_agent_control_cost:
                 control = settings.control_cost_mask(returns.device, scores.dtype) * control
             scores = scores - control
-        entropy = th.zeros_like(scores)
-        if self.path_entropy is not None:
-            entropy = self.path_entropy.entropy(states)
-            scores = scores + self.path_entropy.weigh(entropy)
-        return scores, entropy
+        if self.entropy_bonus is None:
+            return scores, th.zeros_like(scores)
+        entropy, bonus = self.entropy_bonus(states)
+        return scores + bonus, entropy
 
     @th.no_grad()
     def plan(

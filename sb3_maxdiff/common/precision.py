@@ -58,7 +58,7 @@ def time_planner_dtypes(planner: MPPIPlanner, model: nn.Module, obs_dim: int, n_
     generator = th.Generator(device=device)
     generator.manual_seed(0)
     trials = {
-        dtype: MPPIPlanner(planner.action_dim, dataclasses.replace(planner.settings, dtype=dtype), planner.path_entropy)
+        dtype: MPPIPlanner(planner.action_dim, dataclasses.replace(planner.settings, dtype=dtype), planner.entropy_bonus)
         for dtype in ("float32", "bfloat16")
     }
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import torch as th
 
-from sb3_maxdiff.common.agents import Record, SharedModel
+from sb3_maxdiff.common.agents import AgentLayout, Record
 from sb3_maxdiff.common.models import ModelLosses
 from sb3_maxdiff.common.mppi import STAT_NAMES
 
@@ -66,7 +66,7 @@ class TrainingStats:
     def flush(
         self,
         record: Record,
-        agents: SharedModel,
+        agents: AgentLayout,
         n_updates: int,
         model_log_std: th.Tensor,
         warn_nonfinite: Callable[[float], None],

@@ -1,7 +1,8 @@
 """Experiment tooling: the paper's experiments as presets, their runner and report, single-shot learning, transfer."""
 
 from sb3_maxdiff.experiments.algos import ALGOS, get_algo
-from sb3_maxdiff.experiments.execution import ExecutionOptions, execute_group, execute_run
+from sb3_maxdiff.experiments.execution import execute_group, execute_run
+from sb3_maxdiff.experiments.options import ExecutionOptions
 from sb3_maxdiff.experiments.presets import BUDGET_SETTINGS, PRESETS, Budget, Cell, Preset
 from sb3_maxdiff.experiments.runner import run_specs
 from sb3_maxdiff.experiments.single_shot import SingleShotResult, learn_single_shot, make_single_shot_env

@@ -27,13 +27,15 @@ from typing import Any
 import numpy as np
 
 from sb3_maxdiff.experiments.presets import METHOD_LABELS
-from sb3_maxdiff.experiments.report import Run, episode_length, load_runs, value_at
+from sb3_maxdiff.experiments.results import Run, episode_length, load_runs, select_runs, value_at
 from sb3_maxdiff.experiments.specs import ERGODICITY_FILE, RESULT_FILE, read_windows
-from sb3_maxdiff.experiments.stats import format_pvalue, mann_whitney_pvalue, welch_ttest
+from sb3_maxdiff.experiments.stats import compare_seeds, format_pvalue, summarize
 
 DIAGNOSTICS = ("msd_exponent", "autocorr_time", "episode_coverage", "coverage")
 # joins a method and its setting in the group names of per_seed_values(..., by_setting=True)
 SETTING_SEPARATOR = "@"
+# the episode length that counts for the running maximum in a file that does not mark its full-length episodes
+DEFAULT_FULL_LENGTH = 1000
 EPISODE_COLUMNS = ("setting", "method", "seed", "episode", "steps", "return", "length", "full_length", "kind", *DIAGNOSTICS)
 
 
@@ -108,13 +110,9 @@ def export_episodes(
     Write the episodes of the multi-shot runs under ``root`` (one preset and budget; only the given settings and
     seeds where these are given) to ``path``; returns the number of rows.
     """
-    finished = load_runs(root)
-    groups = {
-        key: runs
-        for key, runs in finished.items()
-        if (preset is None or key[0] == preset) and (budget is None or key[1] == budget)
-    }
+    groups = select_runs(root, preset, budget)
     if not groups:
+        finished = load_runs(root)
         wanted = ", ".join(f"{name} {value!r}" for name, value in (("preset", preset), ("budget", budget)) if value)
         raise ValueError(
             f"no finished run (a folder with {RESULT_FILE}) under {root}"
@@ -149,14 +147,23 @@ def group_label(group: str) -> str:
     return f"{label}, {setting}" if setting else label
 
 
+def _full_length(rows: list[dict[str, str]], lengths: np.ndarray, full_length: int | None) -> np.ndarray:
+    """Which episodes ran their full length: ``length >= full_length`` if given, else the rows' ``full_length`` flags
+    (written by ``export`` from each run's own episode length), else ``length >= 1000``."""
+    if full_length is None and all(row.get("full_length") not in (None, "") for row in rows):
+        return np.array([bool(int(row["full_length"])) for row in rows])
+    return lengths >= (DEFAULT_FULL_LENGTH if full_length is None else full_length)
+
+
 def per_seed_values(
-    paths: str | Sequence[str], steps: list[int], full_length: int = 1000, by_setting: bool = False
+    paths: str | Sequence[str], steps: list[int], full_length: int | None = None, by_setting: bool = False
 ) -> dict[str, dict[str, dict[int, float]]]:
     """
     quantity -> group -> seed -> value, from per-episode CSV files: this module's, or ones with the columns method,
     seed, return, length or steps (the step count at the episode's end), and kind (``train`` or ``eval``; train
-    if absent). Episodes of ``full_length`` steps or more count for the running maximum. A group is a method, or
-    with ``by_setting`` a method in one setting (``"maxdiff@alpha=10"``; see :func:`group_label`). A (group, seed)
+    if absent). The episodes that count for the running maximum are those ``export`` marked as full-length, or
+    with ``full_length`` (or in a file without the mark) those of ``full_length`` (1000) steps or more. A group is a
+    method, or with ``by_setting`` a method in one setting (``"maxdiff@alpha=10"``; see :func:`group_label`). A (group, seed)
     found in two files is refused: the files would mix two runs.
     """
     episodes: dict[tuple[str, int], list[dict[str, str]]] = defaultdict(list)
@@ -164,7 +171,15 @@ def per_seed_values(
     source: dict[tuple[str, int], str] = {}
     for path in [paths] if isinstance(paths, str) else paths:
         with open(path) as file:
-            for row in csv.DictReader(file):
+            reader = csv.DictReader(file)
+            missing = [name for name in ("method", "seed", "return") if name not in (reader.fieldnames or [])]
+            if missing or not {"length", "steps"} & set(reader.fieldnames or []):
+                raise ValueError(
+                    f"{path} lacks the column(s) {missing or ['length or steps']}: tabulate reads files with the columns "
+                    f"method, seed, return, length or steps (and optionally kind, setting), as `export` writes them; "
+                    f"its columns are {reader.fieldnames}"
+                )
+            for row in reader:
                 if by_setting and not row.get("setting"):
                     raise ValueError(f"{path} has no setting column: group its runs by method alone")
                 group = f"{row['method']}{SETTING_SEPARATOR}{row['setting']}" if by_setting else row["method"]
@@ -187,7 +202,8 @@ def per_seed_values(
         ends, returns = np.cumsum(lengths), np.array([float(row["return"]) for row in rows])
         for at in steps:
             values[f"last episode at {at:,}"][method][seed] = float(value_at(ends, returns, np.array([at]))[0])
-            running = value_at(ends, returns, np.array([at]), running_max=True, full=lengths >= full_length)
+            full = _full_length(rows, lengths, full_length)
+            running = value_at(ends, returns, np.array([at]), running_max=True, full=full)
             values[f"running max at {at:,}"][method][seed] = float(running[0])
         if evaluations.get((method, seed)):
             values["final evaluation (mean per seed)"][method][seed] = float(np.mean(evaluations[(method, seed)]))
@@ -202,14 +218,15 @@ def per_seed_values(
 
 
 def _mean_std(values: list[float]) -> str:
-    finite = [value for value in values if not math.isnan(value)]
-    if not finite:
+    summary = summarize([value for value in values if not math.isnan(value)])
+    if not summary.n:
         return "n/a"
-    std = float(np.std(finite, ddof=1)) if len(finite) > 1 else math.nan
-    return f"{np.mean(finite):.4g} +/- {std:.3g} (n = {len(finite)})"
+    return f"{summary.mean:.4g} +/- {summary.std:.3g} (n = {summary.n})"
 
 
-def tabulate(paths: str | Sequence[str], steps: list[int], full_length: int = 1000, by_setting: bool = False) -> list[str]:
+def tabulate(
+    paths: str | Sequence[str], steps: list[int], full_length: int | None = None, by_setting: bool = False
+) -> list[str]:
     """
     Markdown: per-seed values of each quantity, their mean +/- std (ddof 1), and the tests between methods (or, with
     ``by_setting``, between each method in each setting), from one or several per-episode CSV files.
@@ -227,11 +244,10 @@ def tabulate(paths: str | Sequence[str], steps: list[int], full_length: int = 10
         lines.append("| mean +/- std | " + " | ".join(_mean_std(list(by_method[m].values())) for m in methods) + " |")
         lines.append("")
         for a, b in itertools.combinations(methods, 2):
-            x, y = ([v for v in by_method[m].values() if not math.isnan(v)] for m in (a, b))
-            welch = welch_ttest(x, y).pvalue
+            result = compare_seeds(list(by_method[a].values()), list(by_method[b].values()))
             lines.append(
-                f"- {group_label(a)} vs {group_label(b)}: Welch p = {format_pvalue(welch)}, "
-                f"Mann-Whitney p = {format_pvalue(mann_whitney_pvalue(x, y))}"
+                f"- {group_label(a)} vs {group_label(b)}: Welch p = {format_pvalue(result.welch.pvalue)}, "
+                f"Mann-Whitney p = {format_pvalue(result.mann_whitney)}"
             )
         lines.append("")
     return lines
@@ -260,7 +276,12 @@ def tabulate_main(argv: list[str] | None = None, prog: str | None = None) -> int
         "csv", nargs="+", help="CSVs written by `export` (or with columns method, seed, return, length, kind), read as one"
     )
     parser.add_argument("--steps", type=int, nargs="+", required=True, help="step counts of the training returns")
-    parser.add_argument("--full-length", type=int, default=1000, help="episode length that counts for the running max")
+    parser.add_argument(
+        "--full-length",
+        type=int,
+        default=None,
+        help="episode length that counts for the running max (default: the full-length mark of export's files, else 1000)",
+    )
     parser.add_argument(
         "--by-setting", action="store_true", help="compare each method in each setting (e.g. MaxDiff at several alphas)"
     )

@@ -4,11 +4,9 @@ trained together (see :mod:`sb3_maxdiff.experiments.training`); each run is then
 its own folder (see :mod:`sb3_maxdiff.experiments.specs` for the files), resuming from what is on disk.
 """
 
-import dataclasses
 import json
 import os
 import time
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -18,6 +16,9 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_maxdiff.experiments.algos import get_algo
+from sb3_maxdiff.experiments.batching import batch_algo, batch_key, batch_kwargs, is_batchable
+from sb3_maxdiff.experiments.environments import make_env
+from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions
 from sb3_maxdiff.experiments.specs import (
     BATCH_FILE,
     ERGODICITY_FILE,
@@ -25,46 +26,12 @@ from sb3_maxdiff.experiments.specs import (
     RESULT_FILE,
     WINDOWS_FILE,
     RunSpec,
-    build_specs,
     is_finished,
     open_run_dir,
     read_windows,
     write_json,
 )
-from sb3_maxdiff.experiments.training import (
-    Deadline,
-    ExecutionOptions,
-    Progress,
-    Trained,
-    batch_algo,
-    batch_key,
-    batch_kwargs,
-    is_batchable,
-    make_env,
-    split_by_entropy,
-    train_group,
-)
-
-__all__ = ["RESULT_FILE", "ExecutionOptions", "RunSpec", "build_specs", "execute_group", "execute_run", "is_finished"]
-
-
-def group_runs(specs: Iterable[RunSpec], batch_seeds: bool = False, batch_cells: bool = False) -> list[list[RunSpec]]:
-    """
-    The groups that :func:`execute_group` runs, in order: one run each; with ``batch_seeds`` the batchable runs
-    grouped by cell (every field but the seed); with ``batch_cells`` the batchable runs of all cells that can
-    share one model (same environment, budget and settings but for alpha and the control term: MaxDiff agents
-    of several alphas and NN-MPPI agents in one batch; see :func:`batch_key`).
-    """
-    groups: dict[Any, list[RunSpec]] = {}
-    for index, spec in enumerate(specs):
-        if not is_batchable(spec) or not (batch_seeds or batch_cells):
-            key: Any = index
-        elif batch_cells:
-            key = batch_key(spec)
-        else:
-            key = json.dumps(dataclasses.replace(spec, seed=-1).to_json(), sort_keys=True)
-        groups.setdefault(key, []).append(spec)
-    return [part for group in groups.values() for part in split_by_entropy(group)]
+from sb3_maxdiff.experiments.training import Progress, Trained, train_group
 
 
 def _ergodicity_summary(run_dir: str) -> dict[str, float] | None:

@@ -5,24 +5,17 @@ the algorithm's keyword arguments, at three budgets (``paper``, ``reduced``, ``s
 The hyperparameters come from the RL Zoo files in ``hyperparams/`` (the published
 settings); a preset only states what differs from them (an alpha of a sweep, single-shot samples).
 The method ``sac-zoo`` is SB3's SAC with the hyperparameters that the installed RL Zoo (rl_zoo3) ships
-for the matching Gymnasium task, read from its YAML file.
+for the matching Gymnasium task (:mod:`~sb3_maxdiff.experiments.zoo_files`).
 """
 
-import ast
 import dataclasses
-import importlib.util
-import os
-from functools import cache
 from typing import Any
 
-import yaml
-
 from sb3_maxdiff.envs import ANT, HALF_CHEETAH, POINT_MASS_BETAS, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
+from sb3_maxdiff.experiments.zoo_files import SAC_ZOO, literal_policy_kwargs, rl_zoo_kwargs
 from sb3_maxdiff.hyperparams import load_hyperparams
 
 METHODS = ("maxdiff", "nnmppi", "sac")
-# SB3's SAC with RL Zoo's tuned hyperparameters: the baseline an RL Zoo user would pick
-SAC_ZOO = "sac-zoo"
 # MaxDiff with the published settings but alpha="auto" (not in the paper)
 MAXDIFF_AUTO = "maxdiff-auto"
 METHOD_LABELS = {
@@ -32,8 +25,6 @@ METHOD_LABELS = {
     SAC_ZOO: "SAC (RL Zoo)",
     MAXDIFF_AUTO: "MaxDiff (auto alpha)",
 }
-# the entry of RL Zoo's sac.yml that ``sac-zoo`` reads for each of our environments
-ZOO_ENTRIES = {SWIMMER_HEAVY: "Swimmer-v4", SWIMMER_LIGHT: "Swimmer-v4"}
 BUDGETS = ("paper", "reduced", "smoke")
 SWIMMER_ALPHAS = (1.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0)
 # the id of MaxDiffMPPI("Swimmer-v5"): Gymnasium's Swimmer, stock observation
@@ -333,49 +324,6 @@ def get_budget(name: str) -> Budget:
     return BUDGET_SETTINGS[name]
 
 
-def _literal_policy_kwargs(text: str) -> dict[str, Any]:
-    """``"dict(net_arch=[128, 128])"`` (RL Zoo's notation) as a dict, literals only."""
-    error = ValueError(f"policy_kwargs must be of the form dict(key=literal, ...), got {text!r}")
-    call = ast.parse(text, mode="eval").body
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "dict" and not call.args):
-        raise error
-    try:
-        return {keyword.arg: ast.literal_eval(keyword.value) for keyword in call.keywords}
-    except ValueError:
-        raise error from None
-
-
-def rl_zoo_hyperparams_path(algo: str) -> str:
-    """Path of ``hyperparams/<algo>.yml`` in the installed rl_zoo3 package (found without importing it)."""
-    try:
-        spec = importlib.util.find_spec("rl_zoo3")
-    except ValueError:  # a module set to None in sys.modules: as good as not installed
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            f"method {SAC_ZOO!r} reads RL Zoo's tuned hyperparameters from the rl_zoo3 package, which is not installed: "
-            "pip install 'sb3-maxdiff[zoo]', or leave the method out (--methods maxdiff nnmppi sac)"
-        )
-    return os.path.join(next(iter(spec.submodule_search_locations)), "hyperparams", f"{algo}.yml")
-
-
-@cache
-def _rl_zoo_hyperparams(algo: str) -> dict[str, Any]:
-    with open(rl_zoo_hyperparams_path(algo)) as file:
-        return yaml.safe_load(file)
-
-
-def rl_zoo_kwargs(env_id: str) -> dict[str, Any]:
-    """SAC's keyword arguments from the installed RL Zoo's ``sac.yml`` entry for the task matching ``env_id``."""
-    if env_id not in ZOO_ENTRIES:
-        raise ValueError(f"method {SAC_ZOO!r} is defined for {sorted(ZOO_ENTRIES)}, got env {env_id!r}")
-    entry = dict(_rl_zoo_hyperparams("sac")[ZOO_ENTRIES[env_id]])
-    unsupported = sorted(set(entry) & {"normalize", "n_envs", "env_wrapper", "frame_stack", "callback", "vec_env_wrapper"})
-    if unsupported:
-        raise ValueError(f"RL Zoo's entry {ZOO_ENTRIES[env_id]!r} sets {unsupported}, which the runner does not apply")
-    return entry
-
-
 def published_kwargs(method: str, env_id: str) -> dict[str, Any]:
     """
     The algorithm keyword arguments of ``hyperparams/<method>.yml`` for ``env_id`` (for ``sac-zoo``: of the
@@ -387,7 +335,7 @@ def published_kwargs(method: str, env_id: str) -> dict[str, Any]:
     for key in ("n_timesteps", "policy"):
         entry.pop(key, None)
     if isinstance(entry.get("policy_kwargs"), str):
-        entry["policy_kwargs"] = _literal_policy_kwargs(entry["policy_kwargs"])
+        entry["policy_kwargs"] = literal_policy_kwargs(entry["policy_kwargs"])
     return entry
 
 

@@ -9,112 +9,16 @@ charts of the final evaluation), written next to the runs.
 
 import argparse
 import itertools
-import json
 import math
 import os
 from collections import defaultdict
-from typing import Any, NamedTuple
+from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
-import sb3_maxdiff  # noqa: F401  (registers the environments, for their episode lengths)
 from sb3_maxdiff.experiments.presets import METHOD_LABELS, PRESETS, Preset
-from sb3_maxdiff.experiments.specs import (
-    MONITOR_FILE,
-    RESULT_FILE,
-    WINDOWS_FILE,
-    RunSpec,
-    read_monitor,
-    read_resumes,
-    read_windows,
-)
-from sb3_maxdiff.experiments.stats import compare, format_pvalue, mann_whitney_pvalue, summarize, welch_ttest
-
-
-class Run(NamedTuple):
-    """
-    A finished run: its spec, its learning curve (steps, returns), its result, which episodes of the curve ran
-    their full length (None: all of them) and the length of each (None: the steps between their ends).
-    """
-
-    spec: RunSpec
-    curve_steps: np.ndarray
-    curve_returns: np.ndarray
-    result: dict[str, Any]
-    curve_full: np.ndarray | None = None
-    curve_lengths: np.ndarray | None = None
-
-
-def episode_length(spec: RunSpec) -> int:
-    """The full length of a training episode of ``spec``: its own limit, else the environment's."""
-    return spec.max_episode_steps or gym.spec(spec.env_id).max_episode_steps or 1000
-
-
-def episode_ends(lengths: np.ndarray, resumes: list[dict[str, int]]) -> np.ndarray:
-    """
-    The agent step at which each monitor episode ended. An environment that was mid-episode when its checkpoint
-    was written starts a new episode on resuming, so the steps of the unfinished one are in no monitor row:
-    the episodes after a resume end ``agent_timesteps`` plus their own lengths after it.
-    """
-    ends = np.cumsum(np.asarray(lengths, dtype=np.int64))
-    for resume in sorted(resumes, key=lambda resume: resume["agent_timesteps"]):
-        kept = resume["episodes"]
-        ends[kept:] += resume["agent_timesteps"] - (ends[kept - 1] if kept else 0)
-    return ends
-
-
-def _read_curve(run_dir: str, spec: RunSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """
-    Episode (multi-shot) or window (single-shot) returns, at the agent step where each ended, which are full,
-    and their lengths.
-    """
-    if spec.single_shot:
-        rows = read_windows(os.path.join(run_dir, WINDOWS_FILE))
-        steps = np.array([int(row["timesteps"]) for row in rows])
-        returns = np.array([float(row["window_return"]) for row in rows])
-        return steps, returns, np.ones(len(rows), dtype=bool), np.diff(steps, prepend=0)
-    rows = read_monitor(os.path.join(run_dir, MONITOR_FILE))
-    lengths = np.array([int(row["l"]) for row in rows], dtype=int)
-    steps = episode_ends(lengths, read_resumes(run_dir))
-    return steps, np.array([float(row["r"]) for row in rows]), lengths >= episode_length(spec), lengths
-
-
-def load_runs(root: str) -> dict[tuple[str, str], list[Run]]:
-    """Every finished run under ``root``, grouped by (preset, budget)."""
-    groups: dict[tuple[str, str], list[Run]] = defaultdict(list)
-    for directory, _, files in sorted(os.walk(root)):
-        if RESULT_FILE not in files:
-            continue
-        with open(os.path.join(directory, RESULT_FILE)) as file:
-            result = json.load(file)
-        spec = RunSpec.from_json(result["spec"])
-        steps, returns, full, lengths = _read_curve(directory, spec)
-        groups[(spec.preset, spec.budget)].append(Run(spec, steps, returns, result, full, lengths))
-    return dict(groups)
-
-
-def value_at(
-    steps: np.ndarray, returns: np.ndarray, at: np.ndarray, running_max: bool = False, full: np.ndarray | None = None
-) -> np.ndarray:
-    """
-    The return of the last episode (window) finished by each step of ``at``, or with ``running_max`` the best
-    return of the episodes finished by then that ran their full length (``full``; None: all did), as the
-    authors' notebooks count it: an episode cut short (a point mass leaving its box) may score a return of
-    small magnitude that says nothing about the policy. NaN where there is no such episode yet.
-    """
-    values = np.asarray(returns, dtype=np.float64)
-    if running_max and len(values):
-        eligible = np.ones(len(values), dtype=bool) if full is None else np.asarray(full, dtype=bool)
-        values = np.maximum.accumulate(np.where(eligible, values, -np.inf))
-        values[np.isneginf(values)] = np.nan
-    index = np.searchsorted(steps, at, side="right") - 1
-    return np.where(index >= 0, values[np.clip(index, 0, None)] if len(values) else np.nan, np.nan)
-
-
-def run_value_at(run: Run, at: np.ndarray, running_max: bool = False) -> np.ndarray:
-    """:func:`value_at` on the learning curve of ``run``."""
-    return value_at(run.curve_steps, run.curve_returns, at, running_max, run.curve_full)
+from sb3_maxdiff.experiments.results import Run, episode_length, run_value_at, select_runs
+from sb3_maxdiff.experiments.stats import compare, compare_seeds, format_pvalue, nan_mean_std, summarize, welch_ttest
 
 
 def _cells(runs: list[Run]) -> dict[tuple[str, str], list[Run]]:
@@ -135,7 +39,9 @@ def _ordered(preset: Preset | None, runs: list[Run]) -> tuple[list[str], list[st
 
 
 def _fmt(mean: float, std: float, digits: int = 1) -> str:
-    return "n/a" if math.isnan(mean) else f"{mean:.{digits}f} +/- {std:.{digits}f}"
+    if math.isnan(mean):
+        return "n/a"
+    return f"{mean:.{digits}f}" if math.isnan(std) else f"{mean:.{digits}f} +/- {std:.{digits}f}"
 
 
 def _welch_cell(result: Any) -> str:
@@ -359,12 +265,12 @@ def per_seed_tests(preset: Preset | None, runs: list[Run]) -> list[str]:
         by_method = {m: _per_seed_quantities(preset, setting, cells[(setting, m)]) for m in methods if cells.get((setting, m))}
         for a, b in itertools.combinations(by_method, 2):
             for quantity in [name for name in by_method[a] if name in by_method[b]]:
-                x, y = ([v for v in by_method[m][quantity] if not math.isnan(v)] for m in (a, b))
+                result = compare_seeds(by_method[a][quantity], by_method[b][quantity])
                 digits = next((digits for _, label, digits in ERGODICITY_TABLE if label == quantity), 1)
                 rows.append(
                     f"| {setting} | {quantity} | {METHOD_LABELS.get(a, a)} vs {METHOD_LABELS.get(b, b)} | "
-                    f"{_fmt(*summarize(x)[:2], digits)} (n = {len(x)}) | {_fmt(*summarize(y)[:2], digits)} (n = {len(y)}) | "
-                    f"{_welch_cell(welch_ttest(x, y))} | {format_pvalue(mann_whitney_pvalue(x, y))} |"
+                    f"{_fmt(*result.a[:2], digits)} (n = {result.a.n}) | {_fmt(*result.b[:2], digits)} (n = {result.b.n}) | "
+                    f"{_welch_cell(result.welch)} | {format_pvalue(result.mann_whitney)} |"
                 )
     if not rows:
         return []
@@ -383,7 +289,7 @@ def per_seed_tests(preset: Preset | None, runs: list[Run]) -> list[str]:
 
 
 def _curve_grid(runs: list[Run]) -> np.ndarray:
-    step = runs[0].spec.window if runs[0].spec.single_shot else (runs[0].spec.max_episode_steps or 1000)
+    step = runs[0].spec.window if runs[0].spec.single_shot else episode_length(runs[0].spec)
     return np.arange(step, max(run.spec.steps for run in runs) + 1, step)
 
 
@@ -417,8 +323,7 @@ def plot_learning_curves(preset: Preset | None, runs: list[Run], path: str, runn
                 continue
             grid = _curve_grid(cell_runs)
             values = np.array([run_value_at(run, grid, running_max) for run in cell_runs])
-            with np.errstate(all="ignore"):
-                mean, std = np.nanmean(values, axis=0), np.nanstd(values, axis=0)
+            mean, std = nan_mean_std(values)
             label = f"{METHOD_LABELS.get(method, method)} (n={len(cell_runs)})"
             (line,) = axis.plot(grid, mean, label=label)
             axis.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.2)
@@ -502,8 +407,8 @@ def write_report(root: str, preset_name: str, budget: str, runs: list[Run], runn
         f"{len(runs)} finished runs; seeds {seeds}; {sorted({run.spec.steps for run in runs})} environment steps per run; "
         f"{sorted({run.spec.eval_episodes for run in multi})} evaluation episodes per seed (multi-shot). "
         "Published numbers are at the paper budget, not necessarily at our step counts. "
-        "Every std here is the population standard deviation (ddof 0, as the paper's error bars); "
-        "`tabulate` prints the sample one (ddof 1).",
+        "Every std here is the sample standard deviation (ddof 1, as `tabulate` prints it; the paper's error bars "
+        "are the population one, ddof 0).",
         "",
     ]
     figures = []
@@ -541,11 +446,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--budget", default=None, help="only this budget")
     parser.add_argument("--running-max", action="store_true", help="plot the running maximum of the returns (as the paper)")
     args = parser.parse_args(argv)
-    groups = {
-        key: runs
-        for key, runs in load_runs(args.results).items()
-        if (args.preset is None or key[0] == args.preset) and (args.budget is None or key[1] == args.budget)
-    }
+    groups = select_runs(args.results, args.preset, args.budget)
     if not groups:
         print(f"no finished runs under {args.results}")
         return 1

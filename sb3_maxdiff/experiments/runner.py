@@ -24,10 +24,11 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any
 
 from sb3_maxdiff.experiments.arguments import duration_seconds, gpu_share, non_negative_int, positive_int
-from sb3_maxdiff.experiments.execution import ExecutionOptions, execute_group, group_runs
+from sb3_maxdiff.experiments.batching import group_runs
+from sb3_maxdiff.experiments.execution import execute_group
+from sb3_maxdiff.experiments.options import ExecutionOptions, TimeLimitReached
 from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, get_budget
 from sb3_maxdiff.experiments.specs import RESULT_FILE, RunSpec, build_specs, is_finished
-from sb3_maxdiff.experiments.training import TimeLimitReached
 
 # exit status of ``run``: 0 every run finished; 1 a run failed (error.txt in its folder); 3 runs were stopped before
 # --time-limit, their training checkpointed: the same command resumes them

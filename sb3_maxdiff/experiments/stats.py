@@ -1,7 +1,8 @@
 """
 Statistics of the paper's protocol: Welch's unpaired two-sided t-test between two
 methods, on pooled evaluation episodes and on per-seed means, and mean +/- std summaries; and the
-Mann-Whitney rank test, which does not assume normal per-seed values.
+Mann-Whitney rank test, which does not assume normal per-seed values. ``report`` and ``tabulate`` both take
+their numbers from here: every std is the sample standard deviation (ddof 1, :data:`STD_DDOF`).
 """
 
 import math
@@ -19,6 +20,11 @@ class WelchResult(NamedTuple):
     pvalue: float
 
 
+# the std of every summary: the sample one, an unbiased variance over few seeds (the paper's error bars are the
+# population std, ddof 0: smaller by a factor sqrt((n - 1) / n), 0.89 at 5 seeds)
+STD_DDOF = 1
+
+
 class Summary(NamedTuple):
     mean: float
     std: float
@@ -26,11 +32,27 @@ class Summary(NamedTuple):
 
 
 def summarize(values: Sequence[float]) -> Summary:
-    """Mean and population standard deviation (numpy's default, as in the paper's error bars)."""
+    """Mean and sample standard deviation (ddof 1; NaN for fewer than two values) of ``values``."""
     array = np.asarray(values, dtype=float)
     if array.size == 0:
         return Summary(math.nan, math.nan, 0)
-    return Summary(float(array.mean()), float(array.std()), int(array.size))
+    std = float(array.std(ddof=STD_DDOF)) if array.size > STD_DDOF else math.nan
+    return Summary(float(array.mean()), std, int(array.size))
+
+
+def nan_mean_std(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Mean and sample std (ddof 1) over the first axis of ``values`` (seeds x points of a curve), ignoring NaN (a seed
+    with no value there yet): NaN where no seed has a value, and std NaN where only one has.
+    """
+    values = np.asarray(values, dtype=float)
+    count = np.sum(~np.isnan(values), axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nansum(values, axis=0) / count
+        squares = np.nansum((values - mean) ** 2, axis=0)
+        std = np.sqrt(squares / (count - STD_DDOF))
+    mean = np.where(count > 0, mean, np.nan)
+    return mean, np.where(count > STD_DDOF, std, np.nan)
 
 
 def welch_ttest(a: Sequence[float], b: Sequence[float]) -> WelchResult:
@@ -68,6 +90,24 @@ def mann_whitney_pvalue(a: Sequence[float], b: Sequence[float]) -> float:
     if x.size == 0 or y.size == 0 or np.ptp(np.concatenate([x, y])) == 0:
         return math.nan
     return float(stats.mannwhitneyu(x, y, alternative="two-sided").pvalue)
+
+
+class SeedComparison(NamedTuple):
+    """Two groups of per-seed values: each side's summary, Welch's test and the Mann-Whitney p-value."""
+
+    a: Summary
+    b: Summary
+    welch: WelchResult
+    mann_whitney: float
+
+
+def compare_seeds(a: Sequence[float], b: Sequence[float]) -> SeedComparison:
+    """
+    One value per seed on each side (NaN where a seed has none, as a run with no finished episode yet: dropped),
+    summarized and compared with Welch's test and the Mann-Whitney test (n = seeds).
+    """
+    x, y = ([value for value in side if not math.isnan(value)] for side in (a, b))
+    return SeedComparison(summarize(x), summarize(y), welch_ttest(x, y), mann_whitney_pvalue(x, y))
 
 
 class Comparison(NamedTuple):

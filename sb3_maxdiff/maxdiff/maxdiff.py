@@ -21,7 +21,7 @@ from sb3_maxdiff.common.auto_alpha import (
     parse_auto_alpha,
     update_auto_alpha,
 )
-from sb3_maxdiff.common.entropy import PathEntropy, make_path_entropy
+from sb3_maxdiff.common.entropy import PathEntropySettings, make_path_entropy
 from sb3_maxdiff.common.schedules import AlphaSchedule, alpha_value, as_alpha_schedule
 from sb3_maxdiff.common.utils import check_flag, is_per_agent
 from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
@@ -99,7 +99,7 @@ class MaxDiffMPPI(NNMPPI):
         if _init_setup_model:
             self._setup_model()
 
-    def _make_path_entropy(self) -> PathEntropy:
+    def _make_path_entropy(self) -> PathEntropySettings:
         return make_path_entropy(
             get_flattened_obs_dim(self.observation_space),
             self.horizon,
@@ -207,7 +207,7 @@ class MaxDiffMPPI(NNMPPI):
                 f"as_nnmppi=True takes an agent that plans as NN-MPPI (alpha 0, control_cost True); agent {index} has "
                 f"alpha {alpha!r} and control_cost {settings['control_cost']!r}"
             )
-        return self.agents.extract(self, index, NNMPPI, drop=self._ENTROPY_PARAMETERS)
+        return self._extract_agent(index, NNMPPI, drop=self._ENTROPY_PARAMETERS)
 
     def learn(
         self: SelfMaxDiffMPPI,

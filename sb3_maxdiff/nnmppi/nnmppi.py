@@ -8,6 +8,7 @@ bar and save/load are SB3's; what differs is the policy (a planner over a learne
 replay buffer (it stores the next action) and ``train`` (model updates instead of actor-critic).
 """
 
+import copy
 import warnings
 from typing import Any, ClassVar, TypeVar
 
@@ -22,10 +23,10 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
-from sb3_maxdiff.common.agents import SharedModel, check_agent_env, make_agents
+from sb3_maxdiff.common.agents import AgentLayout, check_agent_env, copy_agent, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.cuda_graphs import GraphedUpdates
-from sb3_maxdiff.common.entropy import PathEntropy
+from sb3_maxdiff.common.entropy import PathEntropySettings
 from sb3_maxdiff.common.mppi import PlannerSettings
 from sb3_maxdiff.common.optimizers import model_updates
 from sb3_maxdiff.common.precision import AUTO, PLANNER_DTYPE_CHOICES, choose_planner_dtype
@@ -162,7 +163,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self.planner_dtype = planner_dtype
         self._reset_planner_dtype()
         self.planner_dtype_timings: dict[str, float] = {}
-        _ = self.planner_settings  # made, and so checked, before SB3's setup: this error comes first
+        self.planner_settings.check()  # before SB3's setup: a bad planner argument's error comes first
         check_positive("batch_size", batch_size, integer=True)
         if not (is_integer(buffer_size) and buffer_size >= 2):
             # the newest transition waits for its next action, so one row alone is never sampled
@@ -208,14 +209,14 @@ class NNMPPI(OffPolicyAlgorithm):
         self.cuda_graph = bool(cuda_graph)
         self.independent_agents = bool(independent_agents)
         self.n_agents: int | None = None  # one agent per env (independent agents), or None: one shared model
-        self.agents: SharedModel | None = None  # what differs between the two, set up with the model
+        self.agents: AgentLayout | None = None  # what differs between the two, set up with the model
         self._train_nominal: th.Tensor | None = None
         self._stats = TrainingStats()
         if _init_setup_model:
             self._setup_model()
 
     # ----- setup -----------------------------------------------------------------------------
-    def _make_path_entropy(self) -> PathEntropy | None:
+    def _make_path_entropy(self) -> PathEntropySettings | None:
         """The MaxDiff term; NN-MPPI has none."""
         return None
 
@@ -420,7 +421,34 @@ class NNMPPI(OffPolicyAlgorithm):
         Agent ``index`` in [0, n_agents) of an ``independent_agents=True`` model as a model of its own for one
         env: its settings, step count, weights and optimizer state, not its replay data (for ``save``, the Hub).
         """
-        return self.agents.extract(self, index)
+        return self._extract_agent(index)
+
+    def _extract_agent(self, index: int, algo_class: type | None = None, drop: tuple[str, ...] = ()) -> Any:
+        """
+        Agent ``index`` as an algorithm of its own, with its own value of each per-agent setting, made the way SB3's
+        ``load`` makes a model: a bare instance, the saved attributes put in its ``__dict__``, then the model set up and
+        the agent's weights and optimizer state copied in.
+
+        :param algo_class: the class of the agent made (default: this one), e.g. ``NNMPPI`` for an agent of a MaxDiff
+            batch that plans as NN-MPPI
+        :param drop: attributes that the agent does not take (those ``algo_class`` does not have)
+        """
+        self.agents.check_agent_index(index)
+        skipped = {*self._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts"}
+        data = copy.deepcopy({key: value for key, value in self.__dict__.items() if key not in skipped})
+        data.update(self._agent_settings(index))
+        algo_class = type(self) if algo_class is None else algo_class
+        # on the model's device: "auto" would put an agent of a CPU model on a GPU where one is present
+        single = algo_class(self.policy_class, env=None, device=self.device, _init_setup_model=False)
+        single.__dict__.update({key: value for key, value in data.items() if key not in drop})
+        single.independent_agents, single.n_envs, single.seed = False, 1, None  # no reseeding of the global RNGs
+        single.cuda_graph = self.cuda_graph  # not a saved parameter, but the agent runs as the batch does
+        single.num_timesteps = self.agent_timesteps
+        with th.random.fork_rng(devices=[]):  # the throw-away initial weights leave the torch stream as it was
+            single._setup_model()
+        single.seed = self.seed
+        copy_agent(self.policy, single.policy, index)
+        return single
 
     # ----- save / load -----------------------------------------------------------------------
     def _excluded_save_params(self) -> list[str]:

@@ -11,7 +11,7 @@ from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 
 from sb3_maxdiff.common.cuda_graphs import GraphedPlanning
-from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropy
+from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropySettings
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel, check_net_arch
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
 from sb3_maxdiff.common.optimizers import AgentAdam
@@ -79,7 +79,7 @@ class MPPIPolicy(BasePolicy):
         action_space: spaces.Box,
         lr_schedule: Schedule,
         planner_settings: PlannerSettings | None = None,
-        path_entropy: PathEntropy | None = None,
+        path_entropy: PathEntropySettings | None = None,
         net_arch: list[int] | None = None,
         activation_fn: type[nn.Module] = nn.ReLU,
         optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,

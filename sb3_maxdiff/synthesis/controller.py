@@ -156,7 +156,7 @@ class MPPIController:
     @property
     def alpha(self) -> float:
         """The weight of the path entropy (0 for plain MPPI)."""
-        return 0.0 if self.planner.path_entropy is None else float(self.planner.path_entropy.alpha)
+        return 0.0 if self.planner.entropy_bonus is None else float(self.planner.entropy_bonus.alpha)
 
     def reset(self) -> None:
         """Forget the warm start: the next :meth:`command` plans from a zero sequence."""

@@ -1,0 +1,132 @@
+"""
+Checkpoints of a training group: the model, its replay buffer and every random stream, written between two steps,
+and the notes a resumed run keeps (its monitor cut back to the checkpoint, ``resumes.json``).
+"""
+
+import copy
+import glob
+import json
+import os
+import pickle
+import random
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch as th
+
+from sb3_maxdiff.experiments.specs import CHECKPOINT_FILE, RESUMES_FILE, SPEC_FILE, read_resumes, write_json
+
+
+def random_state(model: Any, ended: list[bool]) -> dict[str, Any]:
+    """
+    Every random stream a run draws from: torch's (CPU and CUDA), numpy's and Python's global ones, the action
+    space's (random warm-up actions), and each environment's as it was before its last reset where that reset began
+    the current episode (``ended``: the environment's episode ended at the last step), None elsewhere.
+    """
+    envs = model.get_env().envs
+    return {
+        "torch": th.get_rng_state(),
+        "cuda": th.cuda.get_rng_state_all() if th.cuda.is_available() else None,
+        "numpy": np.random.get_state(),
+        "python": random.getstate(),
+        "action_space": copy.deepcopy(model.action_space.np_random.bit_generator.state),
+        "envs": [env.get_wrapper_attr("before_last_reset") if done else None for env, done in zip(envs, ended)],
+    }
+
+
+def restore_random_state(model: Any, state: dict[str, Any]) -> bool:
+    """
+    Put back the streams of :func:`random_state` if every environment's episode had just ended (each environment's
+    generator set to redo the reset that began its next episode; SB3 resets them when ``learn`` starts); the run then
+    continues exactly as it would have without the stop. Returns False, changing nothing, otherwise.
+    """
+    if any(env_state is None for env_state in state["envs"]):
+        return False
+    th.set_rng_state(state["torch"])
+    if state["cuda"] is not None and th.cuda.is_available():
+        th.cuda.set_rng_state_all(state["cuda"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    model.action_space.np_random.bit_generator.state = state["action_space"]
+    vec_env = model.get_env()
+    vec_env._reset_seeds()  # SB3's load seeded the next reset (set_random_seed): the restored generators draw it
+    for env, env_state in zip(vec_env.envs, state["envs"]):
+        generator, _ = gym.utils.seeding.np_random()
+        generator.bit_generator.state = env_state
+        env.unwrapped.np_random = generator
+    return True
+
+
+def save_checkpoint(directory: str, model: Any, episodes: list[int], visited: list[list], ended: list[bool]) -> None:
+    """
+    Model, replay buffer and random streams at ``model.num_timesteps`` (taken between two steps: the last step's
+    transition stored, its updates made), then the pointer to them, then old ones deleted.
+
+    :param ended: for each environment, whether its episode ended at the last step
+    """
+    steps = model.num_timesteps
+    model.save(os.path.join(directory, f"checkpoint_{steps}.zip"))
+    model.save_replay_buffer(os.path.join(directory, f"checkpoint_{steps}_replay_buffer.pkl"))
+    with open(os.path.join(directory, f"checkpoint_{steps}_random_state.pkl"), "wb") as file:
+        pickle.dump(random_state(model, ended), file)
+    pointer = {"timesteps": steps, "agent_timesteps": steps // len(episodes), "episodes": episodes, "visited_cells": visited}
+    write_json(os.path.join(directory, CHECKPOINT_FILE), pointer)
+    remove_checkpoints(directory, keep=steps)
+
+
+def read_checkpoint(directory: str, n_runs: int) -> dict[str, Any]:
+    """
+    The checkpoint pointer with per-run lists (``episodes``, ``visited_cells``); reads the older form of a
+    single run's pointer too (a number of episodes, one list of cells, no ``agent_timesteps``).
+    """
+    with open(os.path.join(directory, CHECKPOINT_FILE)) as file:
+        checkpoint = json.load(file)
+    if isinstance(checkpoint["episodes"], int):
+        checkpoint["episodes"] = [checkpoint["episodes"]]
+        checkpoint["visited_cells"] = [checkpoint.get("visited_cells", [])]
+        checkpoint.setdefault("agent_timesteps", checkpoint["timesteps"])
+    if len(checkpoint["episodes"]) != n_runs:
+        raise ValueError(f"the checkpoint in {directory} holds {len(checkpoint['episodes'])} runs, expected {n_runs}")
+    return checkpoint
+
+
+def remove_checkpoints(directory: str, keep: int | None = None) -> None:
+    """Delete the checkpoint files, all but those of step ``keep`` if given (the pointer too if not)."""
+    for path in glob.glob(os.path.join(directory, "checkpoint_*")):
+        if keep is None or not os.path.basename(path).startswith((f"checkpoint_{keep}.", f"checkpoint_{keep}_")):
+            os.remove(path)
+    pointer = os.path.join(directory, CHECKPOINT_FILE)
+    if keep is None and os.path.exists(pointer):
+        os.remove(pointer)
+
+
+def truncate_monitor(path: str, episodes: int) -> None:
+    """Keep the monitor's two header lines and its first ``episodes`` rows (those the checkpoint saw)."""
+    with open(path) as file:
+        lines = file.readlines()
+    with open(path, "w") as file:
+        file.writelines(lines[: 2 + episodes])
+
+
+def last_device_type(run_dir: str, agent_timesteps: int) -> str:
+    """The kind of device ("cpu", "cuda") the run trained on before ``agent_timesteps``: that of its last resume
+    before then that noted one, else the one it started on (its ``spec.json``)."""
+    for resume in reversed(read_resumes(run_dir)):
+        if resume["agent_timesteps"] < agent_timesteps and "device" in resume:
+            return th.device(resume["device"]).type
+    with open(os.path.join(run_dir, SPEC_FILE)) as file:
+        return th.device(json.load(file).get("device", "cpu")).type
+
+
+def record_resume(run_dir: str, episodes: int, agent_timesteps: int, exact: bool = False, device: str | None = None) -> None:
+    """
+    Note in ``resumes.json`` that the run continues from ``agent_timesteps`` after its first ``episodes`` monitor
+    rows (``exact``: with every random stream put back, as if never stopped; ``device``: the torch device it continues
+    on), dropping the notes of later checkpoints (those of an earlier try that was stopped again).
+    """
+    kept = [resume for resume in read_resumes(run_dir) if resume["agent_timesteps"] < agent_timesteps]
+    note = {"episodes": episodes, "agent_timesteps": agent_timesteps, "exact": exact}
+    if device is not None:
+        note["device"] = device
+    write_json(os.path.join(run_dir, RESUMES_FILE), [*kept, note])

@@ -1,0 +1,78 @@
+"""
+How runs execute, apart from what they compute: torch threads, CUDA graphs, batched evaluation, and the time
+limit by which a run stops with a checkpoint (:class:`Deadline`, :class:`TimeLimitReached`). None of it is part
+of a run's identity, so a run may resume under other options.
+"""
+
+import dataclasses
+import time
+from typing import Any
+
+from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutionOptions:
+    """
+    How runs execute, not what they compute: never part of a run's spec, so a run may be resumed under
+    other options.
+
+    :param threads: torch threads per process
+    :param cuda_graph: NN-MPPI and MaxDiff plan with CUDA graphs (on a CUDA device)
+    :param deadline: the time (``time.time()``) by which a run stops: it writes a checkpoint and raises
+        :class:`TimeLimitReached` before it (see :class:`Deadline`); None: no limit
+    :param batch_eval: evaluate the runs of a batch together, one batched planner call per step (their random
+        draws differ from the one-at-a-time evaluation, which the published runs used; each result says which)
+    """
+
+    threads: int = 1
+    cuda_graph: bool = False
+    deadline: float | None = None
+    batch_eval: bool = False
+
+    def model_kwargs(self, algo: type) -> dict[str, Any]:
+        """
+        Keyword arguments for ``algo``'s constructor and ``load`` (where they override what the saved model
+        had): ``cuda_graph`` for the model-based methods (SAC has no planner to capture).
+        """
+        return {"cuda_graph": self.cuda_graph} if issubclass(algo, NNMPPI) else {}
+
+
+class TimeLimitReached(Exception):
+    """A run stopped before the time limit, its training checkpointed: the same command resumes it."""
+
+
+class Deadline:
+    """
+    When to stop before a time limit. Training stops at the end of an episode if the next one might not end before
+    the limit (the longest stretch between two episode ends seen so far, times 1.5, plus twice the time a checkpoint
+    took to write), and at any step once only the time to write a checkpoint is left.
+
+    :param at: the limit, as ``time.time()``; None: never stop
+    """
+
+    MARGIN_SECONDS = 10.0
+
+    def __init__(self, at: float | None):
+        self.at = at
+        self.longest_gap = 0.0
+        self.save_seconds = 0.0
+        self.last_end = time.time()
+
+    def left(self) -> float:
+        return float("inf") if self.at is None else self.at - time.time()
+
+    def episode_ended(self) -> bool:
+        """Note an episode end; whether training should stop here."""
+        now = time.time()
+        self.longest_gap, self.last_end = max(self.longest_gap, now - self.last_end), now
+        return self.left() < 1.5 * self.longest_gap + self.reserve()
+
+    def reserve(self) -> float:
+        """Time kept to write a checkpoint."""
+        return 2.0 * self.save_seconds + self.MARGIN_SECONDS
+
+    def check(self, needed: float, what: str) -> None:
+        """Raise :class:`TimeLimitReached` unless ``needed`` seconds are left for ``what``."""
+        if self.left() < needed + self.MARGIN_SECONDS:
+            raise TimeLimitReached(f"stopped before the time limit: {what} ({needed:.0f} s) would not end before it")
