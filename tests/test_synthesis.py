@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 import torch as th
 
+from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy, path_entropy
+from sb3_maxdiff.common.ergodicity import mean_squared_displacement
 from sb3_maxdiff.common.mppi import mppi_weights, smoothing_matrix
 from sb3_maxdiff.synthesis import (
     DifferentialDrive,
@@ -104,6 +106,8 @@ def test_a_differential_drive_moves_along_its_heading():
         (dict(low=[1, -1], high=[-1, 1]), "low < high"),
         (dict(alpha=-1.0), "alpha must be a number >= 0"),
         (dict(horizon=0), "horizon must be an integer >= 1"),
+        (dict(history=-1), "history must be an integer >= 0"),
+        (dict(history=2.5), "history must be an integer >= 0"),
     ],
 )
 def test_bad_arguments_name_the_parameter(kwargs, match):
@@ -116,3 +120,66 @@ def test_a_state_of_the_wrong_size_is_refused():
     controller = MPPIController(SingleIntegrator(), running_cost=quadratic_potential(), state_dim=2, action_dim=2)
     with pytest.raises(ValueError, match=r"state must have shape \(2,\) or \(E, 2\), got \(3,\)"):
         controller.command([0.0, 0.0, 0.0])
+
+
+def test_the_entropy_with_a_history_is_that_of_the_visited_states_followed_by_each_path():
+    generator = th.Generator().manual_seed(0)
+    paths, history = th.randn(2, 3, 6, 4, generator=generator), th.randn(2, 5, 4, generator=generator)
+    settings = make_path_entropy(obs_dim=4, horizon=6, dims=[0, 2], window=4)  # windows across the joint
+    entropy, bonus = EntropyBonus(settings, alpha=2.0)(paths, history)
+    joined = th.cat([history[:, None].expand(2, 3, 5, 4), paths], dim=2)[..., [0, 2]]
+    expected = path_entropy(joined, window=4)
+    th.testing.assert_close(entropy, expected)
+    th.testing.assert_close(bonus, 2.0 * expected)
+    # the order matters with windows: the history goes first, as the states were visited
+    reversed_order = path_entropy(th.cat([paths, history[:, None].expand(2, 3, 5, 4)], dim=2)[..., [0, 2]], window=4)
+    assert not th.allclose(entropy, reversed_order)
+    th.testing.assert_close(EntropyBonus(settings, 2.0)(paths, history[:, :0])[0], path_entropy(paths[..., [0, 2]], window=4))
+
+
+def free_path(history: int, steps: int = 1200, seed: int = 0, alpha: float = 10.0) -> np.ndarray:
+    """The positions a free single integrator (no reward at all) visits, exploring with ``alpha``."""
+    th.manual_seed(seed)
+    system = SingleIntegrator(dt=0.1)
+    controller = MPPIController(
+        system, running_reward=lambda state, action: th.zeros(state.shape[0]), state_dim=2, action_dim=2, horizon=20,
+        n_samples=200, temperature=0.5, noise_std=0.3, alpha=alpha, history=history, control_cost=False,
+        low=[-1, -1], high=[1, 1],
+    )  # fmt: skip
+    state, path = th.zeros(2), []
+    for _ in range(steps):
+        path.append(state.numpy().copy())
+        state = system(state[None], controller.command(state)[None])[0]
+    return np.array(path)
+
+
+def test_the_realized_path_loops_and_the_recent_states_in_the_entropy_widen_the_loop():
+    """
+    Over its own horizon alone the entropy is largest for a loop: the realized path stays in a small region. With the
+    last 40 states in, it moves away from where it just was, which widens the loop (over 10-80 steps its MSD grows
+    about linearly, as a diffusion's would) but does not open it: a diffusion with that MSD would have spread several
+    times further in the run than the path does.
+    """
+    lags, steps = np.arange(10, 81, 10), 1200
+    found = {}
+    for history in (0, 40):
+        path = free_path(history, steps=steps)
+        msd = mean_squared_displacement(path, lags)
+        exponent = float(np.polyfit(np.log(lags), np.log(msd), 1)[0])
+        diffusion_reach = float(np.sqrt(msd[-1] * steps / lags[-1]))  # a diffusion's RMS displacement over the run
+        found[history] = (exponent, float(np.linalg.norm(path - path[0], axis=1).max()), diffusion_reach)
+    assert found[0][0] < 0.2 and found[0][1] < 2.5, found  # a small loop
+    assert 0.8 < found[40][0] < 1.5 and found[40][1] > 1.5 * found[0][1], found  # a wider one
+    assert found[40][1] < 0.5 * found[40][2], found  # that stays where it is
+
+
+def test_the_history_enters_the_entropy_alone_and_reset_forgets_it():
+    assert np.array_equal(free_path(40, steps=30, alpha=0.0), free_path(0, steps=30, alpha=0.0))  # no entropy term
+    assert not np.array_equal(free_path(40, steps=30), free_path(0, steps=30))
+    controller = MPPIController(SingleIntegrator(), running_cost=quadratic_potential(), state_dim=2, action_dim=2,
+                                alpha=1.0, history=3, horizon=5, n_samples=8)  # fmt: skip
+    for value in range(5):
+        controller.command([float(value), 0.0])
+    assert controller.visited.shape == (1, 3, 2) and controller.visited[0, :, 0].tolist() == [2.0, 3.0, 4.0]
+    controller.reset()
+    assert controller.visited is None and controller.nominal is None

@@ -162,8 +162,17 @@ class EntropyBonus(nn.Module):
         alpha = self.alpha if self.alpha.dim() == 0 else self.alpha[:, None]
         return th.where(alpha > 0, alpha * entropy, th.zeros((), dtype=entropy.dtype, device=entropy.device))
 
-    def forward(self, paths: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
-        """The entropies ``S`` of paths of shape (E, K, T, n) and the bonus ``alpha * S`` they earn, both (E, K)."""
+    def forward(self, paths: th.Tensor, history: th.Tensor | None = None) -> tuple[th.Tensor, th.Tensor]:
+        """
+        The entropies ``S`` of paths of shape (E, K, T, n) and the bonus ``alpha * S`` they earn, both (E, K).
+
+        :param history: states already visited, shape (E, W, n), oldest first: each path's entropy is then that of
+            those states followed by the path (the K paths of an environment share its history); None: the paths alone
+        """
+        if history is not None and history.shape[-2] > 0:
+            n_envs, n_samples = paths.shape[:2]
+            past = history[:, None].expand(n_envs, n_samples, *history.shape[-2:]).to(paths.dtype)
+            paths = th.cat([past, paths], dim=-2)
         entropy = self.entropy(paths)
         return entropy, self.weigh(entropy)
 

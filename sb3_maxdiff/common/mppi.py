@@ -243,7 +243,9 @@ class MPPIPlanner:
         # the cached filter is rebuilt on first use (keeps pickles device-independent)
         return {**self.__dict__, "_filter": None}
 
-    def scores(self, returns: th.Tensor, noise: th.Tensor, states: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+    def scores(
+        self, returns: th.Tensor, noise: th.Tensor, states: th.Tensor, history: th.Tensor | None = None
+    ) -> tuple[th.Tensor, th.Tensor]:
         """
         The score of each sample: its predicted return, minus the control term where it is on (NN-MPPI), plus
         ``alpha`` times its path entropy (MaxDiff). Where independent agents have their own control-cost flag and
@@ -252,6 +254,8 @@ class MPPIPlanner:
         :param returns: predicted returns, shape (E, K)
         :param noise: the smoothed noise of each sample (around the nominal), shape (E, K, H, m)
         :param states: the predicted states, shape (E, K, H, n)
+        :param history: states each environment visited before, shape (E, W, n), that the path entropy takes in
+            ahead of each sample's predicted states (see :meth:`EntropyBonus.forward`); None: the predicted ones alone
         :return: the scores and the path entropies (zeros without the MaxDiff term), both of shape (E, K)
         """
         settings, scores = self.settings, returns
@@ -262,7 +266,7 @@ class MPPIPlanner:
             scores = scores - control
         if self.entropy_bonus is None:
             return scores, th.zeros_like(scores)
-        entropy, bonus = self.entropy_bonus(states)
+        entropy, bonus = self.entropy_bonus(states, history)
         return scores + bonus, entropy
 
     @th.no_grad()
@@ -273,6 +277,7 @@ class MPPIPlanner:
         nominal: th.Tensor,
         reset: th.Tensor | None = None,
         generator: th.Generator | None = None,
+        history: th.Tensor | None = None,
     ) -> PlanResult:
         """
         One MPPI step for E environments at once.
@@ -282,6 +287,7 @@ class MPPIPlanner:
         :param nominal: nominal sequences from the previous call, shape (E, H, m)
         :param reset: bool (E,), True where an episode starts (the nominal is zeroed, not shifted)
         :param generator: where the sampling noise is drawn from (None: torch's global stream)
+        :param history: states visited before, shape (E, W, n), for the path entropy (see :meth:`scores`)
         """
         settings = self.settings
         n_envs, horizon, n_samples = obs.shape[0], settings.horizon, settings.n_samples
@@ -305,7 +311,7 @@ class MPPIPlanner:
         start = obs[:, None].expand(n_envs, n_samples, obs.shape[-1])
         returns, states = rollout(model, start, samples, settings.state_bound, settings.compute_dtype)
         # 4. scores: predicted return, control term (NN-MPPI), path entropy (MaxDiff)
-        scores, entropy = self.scores(returns, noise, states)
+        scores, entropy = self.scores(returns, noise, states, history)
         finite = th.isfinite(scores)
         scores = th.where(finite, scores, th.full_like(scores, INVALID_SCORE))
         # 5.-6. weights and update of the nominal sequence

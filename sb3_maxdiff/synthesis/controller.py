@@ -12,7 +12,7 @@ from torch import nn
 
 from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
-from sb3_maxdiff.common.utils import is_real
+from sb3_maxdiff.common.utils import is_integer, is_real
 
 Dynamics = Callable[[th.Tensor, th.Tensor], th.Tensor]
 Running = Callable[[th.Tensor, th.Tensor], th.Tensor]
@@ -91,6 +91,12 @@ class MPPIController:
     :param window: False: one covariance over the horizon; True: the mean over windows of ``max(H // 4, 2 d)``
         steps; an int: that window length
     :param entropy_method: "logdet", "top_eigs" or "log_trace"
+    :param history: how many of the states the controller was called with, the current one included, the path
+        entropy takes in ahead of each sample's predicted states (0: the predicted states alone, as the paper's
+        synthesis), the way the paper's model-free variant takes the entropy over the agent's recent states. Over its
+        own horizon alone the entropy is largest for a loop (a straight path has no spread across it), and the
+        realized path circles; with the recent states in, the loop grows with ``history`` but stays a loop: it does
+        not make the path diffusive (README, "The planner as a controller", gives the measurements).
     :param control_cost: add NN-MPPI's control term to the scores
     :param low: lower action bounds (None: unbounded actions)
     :param high: upper action bounds
@@ -114,6 +120,7 @@ class MPPIController:
         explr_weights: Sequence[float] | None = None,
         window: bool | int = False,
         entropy_method: str = "logdet",
+        history: int = 0,
         control_cost: bool = True,
         low: Sequence[float] | None = None,
         high: Sequence[float] | None = None,
@@ -128,6 +135,8 @@ class MPPIController:
             raise ValueError("give both low and high (action bounds), or neither")
         if not (is_real(alpha) and alpha >= 0):
             raise ValueError(f"alpha must be a number >= 0, got {alpha!r}")
+        if not (is_integer(history) and history >= 0):
+            raise ValueError(f"history must be an integer >= 0 (states taken into the path entropy), got {history!r}")
         bounds = None
         if low is not None and high is not None:
             bounds = th.as_tensor(low, dtype=th.float32), th.as_tensor(high, dtype=th.float32)
@@ -150,7 +159,9 @@ class MPPIController:
             entropy = make_path_entropy(state_dim, horizon, explr_dims, explr_weights, window, entropy_method)
             bonus = EntropyBonus(entropy, alpha).to(self.device)
         self.planner = MPPIPlanner(action_dim, settings, bonus)
+        self.history = int(history)
         self.nominal: th.Tensor | None = None
+        self.visited: th.Tensor | None = None  # the last `history` states of each row, (E, <= history, n)
         self.last: PlanResult | None = None
 
     @property
@@ -159,8 +170,19 @@ class MPPIController:
         return 0.0 if self.planner.entropy_bonus is None else float(self.planner.entropy_bonus.alpha)
 
     def reset(self) -> None:
-        """Forget the warm start: the next :meth:`command` plans from a zero sequence."""
+        """Forget the warm start and the visited states: the next :meth:`command` plans from a zero sequence."""
         self.nominal = None
+        self.visited = None
+
+    def _remember(self, states: th.Tensor) -> th.Tensor | None:
+        """The states the path entropy takes in with ``states`` (E, n) added (None without ``history``)."""
+        if self.history == 0 or self.planner.entropy_bonus is None:
+            return None
+        if self.visited is None or self.visited.shape[0] != states.shape[0]:
+            self.visited = states[:, None].clone()
+        else:
+            self.visited = th.cat([self.visited, states[:, None]], dim=1)[:, -self.history :]
+        return self.visited
 
     def command(self, state: th.Tensor | Sequence[float]) -> th.Tensor:
         """
@@ -176,7 +198,7 @@ class MPPIController:
             raise ValueError(f"state must have shape ({self.state_dim},) or (E, {self.state_dim}), got {tuple(state.shape)}")
         if self.nominal is None or self.nominal.shape[0] != states.shape[0]:
             self.nominal = self.planner.initial_nominal(states.shape[0], self.device)
-        self.last = self.planner.plan(self.model, states, self.nominal)
+        self.last = self.planner.plan(self.model, states, self.nominal, history=self._remember(states))
         self.nominal = self.last.nominal
         action = self.model.to_action(self.last.actions)
         return action[0] if single else action
