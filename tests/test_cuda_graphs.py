@@ -235,6 +235,29 @@ def test_learn_leaves_the_flush_denormal_setting_as_it_was():
             th.set_flush_denormal(False)
 
 
+def test_predict_plans_with_denormals_flushed_on_a_cpu_and_puts_the_setting_back(monkeypatch):
+    """Evaluation plans as training does: a trained model's plan is several times slower with denormal floats."""
+    from sb3_maxdiff.common.utils import flush_denormal_enabled
+
+    model = MaxDiffMPPI(POINT_MASS, **TINY)
+    plan, seen = model.policy.plan, []
+
+    def recording_plan(*args, **kwargs):
+        seen.append(flush_denormal_enabled())
+        return plan(*args, **kwargs)
+
+    monkeypatch.setattr(model.policy, "plan", recording_plan)
+    obs = model.observation_space.sample()
+    for before in (False, True):
+        th.set_flush_denormal(before)
+        try:
+            model.predict(obs)
+            assert flush_denormal_enabled() == before
+        finally:
+            th.set_flush_denormal(False)
+    assert seen == [True, True]
+
+
 # ----- on a CUDA device ------------------------------------------------------------------------------
 @needs_cuda
 @pytest.mark.parametrize("batched", [False, True])

@@ -1,5 +1,6 @@
 """The MPPI policy: a learned dynamics + reward model and the planner that acts with it."""
 
+import contextlib
 import warnings
 from typing import Any
 
@@ -15,7 +16,7 @@ from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropySettings
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel, check_net_arch
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
 from sb3_maxdiff.common.optimizers import AgentAdam
-from sb3_maxdiff.common.utils import check_flag
+from sb3_maxdiff.common.utils import check_flag, flushing_denormals
 
 # the seed of the generator that deterministic planning draws its noise from, anew at every call
 DETERMINISTIC_SEED = 0
@@ -251,7 +252,8 @@ class MPPIPolicy(BasePolicy):
         deterministic: bool = False,
     ) -> tuple[np.ndarray, np.ndarray]:
         """
-        Plan actions for observations, threading the warm start through ``state``.
+        Plan actions for observations, threading the warm start through ``state``. On a CPU it flushes denormal
+        floats to zero while it plans, as ``learn`` does (``torch.set_flush_denormal`` is put back afterwards).
 
         :param observation: one observation or a batch (one per environment)
         :param state: the warm start returned by the previous call (None at the first call)
@@ -274,7 +276,9 @@ class MPPIPolicy(BasePolicy):
         starts = None
         if episode_start is not None:
             starts = th.as_tensor(np.asarray(episode_start, dtype=bool).reshape(n_envs), device=self.device)
-        result = self.plan(obs_tensor, nominal, starts, deterministic)
+        # a CPU plans as in training, flushing denormal floats: with a trained model they make a plan several times slower
+        with flushing_denormals() if self.device.type == "cpu" else contextlib.nullcontext():
+            result = self.plan(obs_tensor, nominal, starts, deterministic)
         scaled, n_nonfinite = result.actions.cpu().numpy(), result.stat("nonfinite").sum().item()
         self.warn_nonfinite(n_nonfinite)
         actions, _ = self.env_actions(scaled)
