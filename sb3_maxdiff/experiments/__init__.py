@@ -1,4 +1,14 @@
-"""Experiment tooling: the paper's experiments as presets, their runner and report, single-shot learning, transfer."""
+"""
+Experiment tooling, by concern:
+
+- what runs: ``presets`` (the paper's experiments), ``zoo_files`` (RL Zoo's own hyperparameter files), ``specs`` (a
+  run's plain spec, folder and files), ``algos``;
+- running it: ``runner`` (the ``run`` command, local processes or Ray), ``execution`` (a group trained, each run
+  evaluated), ``options``, ``batching``, ``training``, ``checkpoints``, ``environments``, ``single_shot``,
+  ``transfer``;
+- reading the results: ``results`` (finished runs read back), ``stats`` (one std, ddof 1), ``report``, ``episodes``
+  (per-episode CSV export and ``tabulate``).
+"""
 
 from sb3_maxdiff.experiments.algos import ALGOS, get_algo
 from sb3_maxdiff.experiments.execution import execute_group, execute_run
