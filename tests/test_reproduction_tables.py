@@ -292,20 +292,69 @@ def test_auto_alpha_tests_are_those_of_the_csvs():
             assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"auto alpha vs {other}, {quantity} (Welch)")
 
 
-def test_auto_alpha_column_is_that_of_the_kept_models():
-    """The alpha each seed settled on, as its final model (kept in docs/reproduction/models) holds it."""
-    header, rows = table_after("### Result: no detectable difference from either, at 5 seeds")
-    column = header.index("alpha at 50k")
-    alphas = []
+POINT_MASS_AUTO = "Per seed (last training episode at 10k and 20k, running maximum at 20k"
+POINT_MASS_AUTO_COLUMNS = ["last episode at 10,000", "last episode at 20,000", "running max at 20,000", EVALUATION]
+
+
+def kept_alpha(model_name: str) -> float | None:
+    """The entropy weight a kept model (docs/reproduction/models) holds; None for a model with no entropy term."""
+    with zipfile.ZipFile(REPRODUCTION / "models" / model_name) as archive:
+        state = th.load(io.BytesIO(archive.read("policy.pth")), map_location="cpu")
+    return float(state["entropy_bonus.alpha"]) if "entropy_bonus.alpha" in state else None
+
+
+@pytest.mark.parametrize(
+    "marker, model_name, n_seeds",
+    [
+        ("### Result: no detectable difference from either, at 5 seeds", "alpha_auto_heavy_50k_seed{seed}.zip", 5),
+        (POINT_MASS_AUTO, "alpha_auto_point_mass_20k_{method}_seed{seed}.zip", 15),
+    ],
+)
+def test_auto_alpha_column_is_that_of_the_kept_models(marker, model_name, n_seeds):
+    """The alpha each seed settled on, as its final model holds it; an empty cell where the model has none."""
+    header, rows = table_after(marker)
+    column = next(index for index, name in enumerate(header) if name.startswith("alpha at"))
+    alphas: dict[str, list[float]] = {}
     for row in rows:
+        method = row[0].removesuffix(", mean +/- std")
         if row[1].isdigit():
-            with zipfile.ZipFile(REPRODUCTION / "models" / f"alpha_auto_heavy_50k_seed{row[1]}.zip") as archive:
-                state = th.load(io.BytesIO(archive.read("policy.pth")), map_location="cpu")
-            alphas.append(float(state["entropy_bonus.alpha"]))
-            assert_shown_as(alphas[-1], row[column], f"alpha of seed {row[1]}")
-        else:
-            assert_mean_std_shown_as(alphas, row[column], "alpha, mean +/- std")
-    assert len(alphas) == 5
+            alpha = kept_alpha(model_name.format(method=METHODS[method], seed=row[1]))
+            if alpha is None:
+                assert row[column] == "", f"{method} seed {row[1]} has no alpha"
+                continue
+            alphas.setdefault(method, []).append(alpha)
+            assert_shown_as(alpha, row[column], f"alpha of {method} seed {row[1]}")
+        elif method in alphas:
+            assert_mean_std_shown_as(alphas[method], row[column], f"{method} alpha, mean +/- std")
+    assert sum(row[1].isdigit() for row in rows) == n_seeds
+
+
+def test_point_mass_auto_alpha_table_is_that_of_its_csv():
+    """Per seed and mean +/- std of each method in the point-mass auto-alpha run."""
+    values = per_seed_values(str(REPRODUCTION / "alpha_auto_point_mass_20k.csv"), [10_000, 20_000])
+    _, rows = table_after(POINT_MASS_AUTO)
+    assert {row[0] for row in rows if row[1].isdigit()} == {"MaxDiff (auto alpha)", "MaxDiff", "NN-MPPI"}
+    for method, seed, *cells in rows:
+        method = method.removesuffix(", mean +/- std")
+        for quantity, cell in zip(POINT_MASS_AUTO_COLUMNS, cells):
+            per_seed = values[quantity][METHODS[method]]
+            if seed.isdigit():
+                assert_shown_as(per_seed[int(seed)], cell, f"point mass auto: {method} seed {seed} {quantity}")
+            else:
+                assert_mean_std_shown_as(list(per_seed.values()), cell, f"point mass auto: {method} {quantity}")
+
+
+def test_point_mass_auto_alpha_tests_are_those_of_its_csv():
+    values = per_seed_values(str(REPRODUCTION / "alpha_auto_point_mass_20k.csv"), [20_000])
+    _, rows = table_after("| MaxDiff (auto alpha), point mass, against |")
+    assert [row[0] for row in rows] == ["NN-MPPI", "MaxDiff"]
+    for other, *cells in rows:
+        for quantity, cell in zip(["last episode at 20,000", EVALUATION], cells):
+            rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", cell).groups()
+            x, y = list(values[quantity]["maxdiff-auto"].values()), list(values[quantity][METHODS[other]].values())
+            assert len(x) == len(y) == 5
+            assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"point mass auto vs {other}, {quantity}")
+            assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"point mass auto vs {other}, {quantity} (Welch)")
 
 
 def test_point_mass_100k_blocks_are_those_of_their_csv():
