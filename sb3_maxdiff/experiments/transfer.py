@@ -3,10 +3,15 @@ Transfer across embodiments: evaluate a model trained on one environment on anot
 spaces (the paper's light <-> heavy swimmer experiment, Fig. 4).
 
     python -m sb3_maxdiff.experiments transfer --algo maxdiff --model swimmer_heavy.zip \\
-        --env sb3_maxdiff/Swimmer-light-v0 --episodes 10
+        --env sb3_maxdiff/Swimmer-light-v0 --episodes 10 --csv transfer.csv
+
+``--csv`` appends one row per episode (model, algo, env, seed, episode, return), so that the models of several
+seeds evaluated one command at a time end in one file.
 """
 
 import argparse
+import csv
+import os
 from typing import NamedTuple
 
 import gymnasium as gym
@@ -43,6 +48,20 @@ def evaluate_transfer(
     return TransferResult(float(np.mean(returns)), float(np.std(returns)), returns)
 
 
+CSV_FIELDS = ("model", "algo", "env", "seed", "episode", "return")
+
+
+def append_transfer_csv(path: str, model_path: str, algo: str, env_id: str, seed: int, result: TransferResult) -> None:
+    """Append one row per episode of ``result`` to the CSV at ``path`` (its header written when the file is new)."""
+    new = not os.path.exists(path) or os.path.getsize(path) == 0
+    with open(path, "a", newline="") as file:
+        writer = csv.writer(file)
+        if new:
+            writer.writerow(CSV_FIELDS)
+        for episode, episode_return in enumerate(result.returns):
+            writer.writerow((model_path, algo, env_id, seed, episode, repr(episode_return)))
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> TransferResult:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algo", required=True, choices=sorted(ALGOS))
@@ -51,8 +70,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> TransferResu
     parser.add_argument("--episodes", type=positive_int, default=10)
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (more oversubscribe a busy machine)")
+    parser.add_argument("--csv", default=None, help="append each episode's return to this CSV (made if missing)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     result = evaluate_transfer(args.model, args.algo, args.env, args.episodes, args.seed)
     print(f"{args.env}: episode return {result.mean:.2f} +/- {result.std:.2f} over {len(result.returns)} episodes")
+    if args.csv is not None:
+        append_transfer_csv(args.csv, args.model, args.algo, args.env, args.seed, result)
     return result
