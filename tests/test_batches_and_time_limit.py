@@ -31,6 +31,13 @@ def test_batch_cells_groups_the_cells_that_can_share_one_model():
     sweep = build_specs("swimmer-alpha", "smoke", range(3), settings=["alpha=1", "alpha=10", "alpha=1000"])
     (batch,) = group_runs(sweep, batch_cells=True)
     assert len(batch) == 9
+    # one model looks back at one number of visited states: each history trains as a batch of its own
+    look_back = group_runs(build_specs("look-back", "smoke", range(2)), batch_cells=True)
+    assert [[(spec.setting, spec.seed) for spec in group] for group in look_back] == [
+        [("history=0", 0), ("history=0", 1)],
+        [("history=30", 0), ("history=30", 1)],
+    ]
+    assert [group[0].algo_kwargs.get("history", 0) for group in look_back] == [0, 30]
 
 
 def test_a_mixed_batch_gives_each_agent_its_runs_alpha_and_control_term():

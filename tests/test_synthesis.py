@@ -180,6 +180,6 @@ def test_the_history_enters_the_entropy_alone_and_reset_forgets_it():
                                 alpha=1.0, history=3, horizon=5, n_samples=8)  # fmt: skip
     for value in range(5):
         controller.command([float(value), 0.0])
-    assert controller.visited.shape == (1, 3, 2) and controller.visited[0, :, 0].tolist() == [2.0, 3.0, 4.0]
+    assert controller.visited.states.shape == (1, 3, 2) and controller.visited.states[0, :, 0].tolist() == [2.0, 3.0, 4.0]
     controller.reset()
-    assert controller.visited is None and controller.nominal is None
+    assert controller.visited.states is None and controller.nominal is None

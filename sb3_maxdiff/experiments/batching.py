@@ -35,6 +35,7 @@ ENTROPY_KWARGS = (
     "entropy_top_m",
     "alpha_target_ratio",
     "alpha_rate",
+    "history",
 )
 
 

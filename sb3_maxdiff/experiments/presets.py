@@ -275,6 +275,16 @@ PRESETS: dict[str, Preset] = {
             ),
         ),
         Preset(
+            "look-back",
+            "Not in the paper: MaxDiff on the point mass (beta 0.01) with the path entropy taken over the last 30 "
+            "observations followed by each planned path (history=30, the horizon) against the published planned path "
+            "alone (history=0), published settings otherwise",
+            tuple(
+                preset_cell(f"history={history}", "maxdiff", point_mass_id("0.01", bounded_actions=False), overrides=kwargs)
+                for history, kwargs in ((0, {}), (30, {"history": 30}))
+            ),
+        ),
+        Preset(
             "swimmer-stock",
             "The design card's id: MaxDiff (alpha 100) vs NN-MPPI on Gymnasium's Swimmer-v5, whose observation has "
             "no x, y (the path entropy is taken over the tip's velocity, obs 3 and 4)",

@@ -59,6 +59,10 @@ class MaxDiffMPPI(NNMPPI):
     :param entropy_top_m: number of eigenvalues for "top_eigs" (default: all exploration dims)
     :param control_cost: add the NN-MPPI control term to the scores (off in the published MaxDiff runs); a list
         of bools gives each independent agent its own
+    :param history: not in the paper: put the last ``history`` observations of the environment (the current one
+        included) ahead of each planned path before taking its entropy, so that moving away from where the agent
+        has just been pays (the look back in time of the paper's model-free variant, here inside the planner);
+        0 (default): the planned path alone, as published. Planned eagerly where ``cuda_graph=True``
     :param kwargs: every other parameter of :class:`NNMPPI` (horizon, n_samples, temperature, ...)
     """
 
@@ -75,6 +79,7 @@ class MaxDiffMPPI(NNMPPI):
         control_cost: bool | list[bool] = False,
         alpha_target_ratio: float = DEFAULT_RATIO,
         alpha_rate: float = DEFAULT_RATE,
+        history: int = 0,
         _init_setup_model: bool = True,
         **kwargs: Any,
     ):
@@ -95,6 +100,7 @@ class MaxDiffMPPI(NNMPPI):
         self.window = window
         self.entropy_method = entropy_method
         self.entropy_top_m = entropy_top_m
+        self.history = history
         super().__init__(policy, env, control_cost=control_cost, _init_setup_model=False, **kwargs)
         if _init_setup_model:
             self._setup_model()
@@ -108,6 +114,7 @@ class MaxDiffMPPI(NNMPPI):
             window=self.window,
             method=self.entropy_method,
             top_m=self.entropy_top_m,
+            history=self.history,
         )
 
     # the parameters MaxDiff adds to NN-MPPI's: an agent taken out as an NNMPPI leaves them behind
@@ -120,6 +127,7 @@ class MaxDiffMPPI(NNMPPI):
         "window",
         "entropy_method",
         "entropy_top_m",
+        "history",
     )
 
     def _per_agent_settings(self) -> dict[str, list]:

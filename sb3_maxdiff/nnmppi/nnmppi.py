@@ -26,7 +26,7 @@ from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 from sb3_maxdiff.common.agents import AgentLayout, check_agent_env, copy_agent, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.cuda_graphs import GraphedUpdates
-from sb3_maxdiff.common.entropy import PathEntropySettings
+from sb3_maxdiff.common.entropy import PathEntropySettings, VisitedStates
 from sb3_maxdiff.common.mppi import PlannerSettings
 from sb3_maxdiff.common.optimizers import model_updates
 from sb3_maxdiff.common.precision import AUTO, PLANNER_DTYPE_CHOICES, choose_planner_dtype
@@ -211,6 +211,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self.n_agents: int | None = None  # one agent per env (independent agents), or None: one shared model
         self.agents: AgentLayout | None = None  # what differs between the two, set up with the model
         self._train_nominal: th.Tensor | None = None
+        self._train_visited: VisitedStates | None = None  # the states the path entropy looks back at (history > 0)
         self._stats = TrainingStats()
         if _init_setup_model:
             self._setup_model()
@@ -259,7 +260,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self.agents = make_agents(self.n_agents)
         self._stats = TrainingStats()
         self._graphed_updates = GraphedUpdates()
-        self._train_nominal = None
+        self._train_nominal, self._train_visited = None, None
         if self.replay_buffer is None:
             self.replay_buffer = self.agents.make_buffer(self)  # None: SB3's setup below makes it
         # planner settings and agent count reach the policy as SB3 forwards use_sde; the saved kwargs stay the user's
@@ -307,7 +308,7 @@ class NNMPPI(OffPolicyAlgorithm):
         if reset_num_timesteps or self._last_obs is None:
             # the environments will be reset: the newest transitions have no next action
             self.replay_buffer.interrupt()
-            self._train_nominal = None
+            self._train_nominal, self._train_visited = None, None
         return super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
 
     # ----- acting ----------------------------------------------------------------------------
@@ -326,9 +327,15 @@ class NNMPPI(OffPolicyAlgorithm):
             return super()._sample_action(self.agents.env_steps(learning_starts), action_noise, n_envs)
         self._update_planner_parameters()
         obs, _ = self.policy.obs_to_tensor(self._last_obs)  # type: ignore[arg-type]
-        starts = th.as_tensor(np.asarray(self._last_episode_starts, dtype=bool), device=self.device)
+        start_flags = np.asarray(self._last_episode_starts, dtype=bool)
+        starts = th.as_tensor(start_flags, device=self.device)
+        history = None
+        if self.policy.history > 0:
+            if self._train_visited is None:
+                self._train_visited = self.policy.visited_states()
+            history = self._train_visited.update(obs.float().flatten(start_dim=1), start_flags)
         with th.no_grad():
-            result = self.policy.plan(obs, self._train_nominal, starts)
+            result = self.policy.plan(obs, self._train_nominal, starts, history=history)
         self._train_nominal = result.nominal
         self._planned(result.stats)
         scaled_action = result.actions.cpu().numpy()
@@ -455,7 +462,7 @@ class NNMPPI(OffPolicyAlgorithm):
         # cuda_graph is how to run, chosen again at load (like the device)
         # the agents are set up again with the model (_agent_returns: files of earlier versions)
         # planner_dtype="auto" is decided again at load, on the machine that loads
-        excluded = ["_train_nominal", "_stats", "_graphed_updates", "cuda_graph", "agents", "_agent_returns"]
+        excluded = ["_train_nominal", "_train_visited", "_stats", "_graphed_updates", "cuda_graph", "agents", "_agent_returns"]
         excluded += ["_planner_dtype_in_use", "planner_dtype_timings"]
         return [*super()._excluded_save_params(), *excluded]
 

@@ -12,7 +12,7 @@ from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 
 from sb3_maxdiff.common.cuda_graphs import GraphedPlanning
-from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropySettings
+from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropySettings, VisitedStates
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel, check_net_arch
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
 from sb3_maxdiff.common.optimizers import AgentAdam
@@ -45,7 +45,9 @@ class MPPIPolicy(BasePolicy):
     Policy of NN-MPPI and MaxDiff: the planner is the policy. ``predict`` threads the planner's
     warm start through ``state`` (one nominal action sequence per environment, shape (E, H, m))
     and zeroes it where ``episode_start`` is True, like SB3's recurrent policies do with their
-    hidden states; it never touches the warm start the algorithm keeps for training.
+    hidden states; it never touches the warm start the algorithm keeps for training. Where the path entropy
+    looks back at visited states (``history`` > 0), ``state`` is the tuple (warm start, visited states (E, W, n),
+    their ages (E,)).
 
     Planning samples action sequences. ``deterministic=False`` draws them from torch's global stream, as in the
     authors' evaluation (seed torch for reproducible actions). ``deterministic=True`` draws them from a generator
@@ -160,6 +162,7 @@ class MPPIPolicy(BasePolicy):
         nominal: th.Tensor | None = None,
         episode_start: th.Tensor | None = None,
         deterministic: bool = False,
+        history: th.Tensor | None = None,
     ) -> PlanResult:
         """
         Plan for a batch of environments.
@@ -169,6 +172,8 @@ class MPPIPolicy(BasePolicy):
         :param episode_start: bool (E,), True where an episode starts
         :param deterministic: draw the sampling noise from a generator seeded with :data:`DETERMINISTIC_SEED` (the
             same draws at every call; planned eagerly, not as a CUDA graph), not from torch's global stream
+        :param history: the visited states (E, W, n) the path entropy puts ahead of each planned path
+            (:class:`VisitedStates`); planned eagerly, not as a CUDA graph (W changes while episodes are young)
         :return: normalised actions (E, m), the new warm start, planner statistics (E, 6), all on the
             policy's device (nothing is copied to the host)
         """
@@ -183,10 +188,19 @@ class MPPIPolicy(BasePolicy):
             nominal = self.planner.initial_nominal(obs.shape[0], obs.device)
         if deterministic:
             generator = th.Generator(device=obs.device).manual_seed(DETERMINISTIC_SEED)
-            return self.planner.plan(self.model, obs, nominal, episode_start, generator)
-        if self.cuda_graph:
+            return self.planner.plan(self.model, obs, nominal, episode_start, generator, history)
+        if self.cuda_graph and history is None:
             return self._graphs.plan(self.planner, self.model, obs, nominal, episode_start)
-        return self.planner.plan(self.model, obs, nominal, episode_start)
+        return self.planner.plan(self.model, obs, nominal, episode_start, history=history)
+
+    @property
+    def history(self) -> int:
+        """How many visited states the path entropy puts ahead of each planned path (0: none, and for NN-MPPI)."""
+        return 0 if self.path_entropy is None else self.path_entropy.history
+
+    def visited_states(self) -> VisitedStates | None:
+        """A fresh record of visited states for the path entropy, None where it does not look back."""
+        return VisitedStates(self.history) if self.history > 0 else None
 
     @property
     def alpha(self) -> th.Tensor | None:
@@ -264,27 +278,42 @@ class MPPIPolicy(BasePolicy):
         """
         self.set_training_mode(False)
         obs_tensor, vectorized_env = self.obs_to_tensor(observation)
-        n_envs = obs_tensor.shape[0]  # type: ignore[union-attr]
-        nominal = None
-        if state is not None:
-            expected = (n_envs, self.planner.settings.horizon, self.planner.action_dim)
-            nominal = th.as_tensor(np.asarray(state), dtype=th.float32, device=self.device)
-            if tuple(nominal.shape) != expected:
-                raise ValueError(
-                    f"state must be the warm start returned by predict, of shape {expected}, got {tuple(nominal.shape)}"
-                )
-        starts = None
+        assert isinstance(obs_tensor, th.Tensor)
+        n_envs = obs_tensor.shape[0]
+        nominal, visited = self._unpack_state(state, n_envs)
+        starts, history = None, None
         if episode_start is not None:
             starts = th.as_tensor(np.asarray(episode_start, dtype=bool).reshape(n_envs), device=self.device)
+        if visited is not None:
+            start_flags = None if episode_start is None else np.asarray(episode_start, dtype=bool).reshape(n_envs)
+            history = visited.update(obs_tensor.float().flatten(start_dim=1), start_flags)
         # a CPU plans as in training, flushing denormal floats: with a trained model they make a plan several times slower
         with flushing_denormals() if self.device.type == "cpu" else contextlib.nullcontext():
-            result = self.plan(obs_tensor, nominal, starts, deterministic)
+            result = self.plan(obs_tensor, nominal, starts, deterministic, history)
         scaled, n_nonfinite = result.actions.cpu().numpy(), result.stat("nonfinite").sum().item()
         self.warn_nonfinite(n_nonfinite)
         actions, _ = self.env_actions(scaled)
         if not vectorized_env:
             actions = actions.squeeze(axis=0)
-        return actions, result.nominal.cpu().numpy()
+        if visited is None:
+            return actions, result.nominal.cpu().numpy()
+        return actions, (result.nominal.cpu().numpy(), *visited.as_arrays())  # type: ignore[return-value]
+
+    def _unpack_state(self, state: Any, n_envs: int) -> tuple[th.Tensor | None, VisitedStates | None]:
+        """The warm start and the visited states a ``predict`` state holds (fresh visited states at the first call)."""
+        looks_back = self.history > 0
+        if state is None:
+            return None, self.visited_states()
+        warm_start, visited = (state[0], state[1:]) if looks_back and isinstance(state, tuple) else (state, ())
+        expected = (n_envs, self.planner.settings.horizon, self.planner.action_dim)
+        nominal = th.as_tensor(np.asarray(warm_start), dtype=th.float32, device=self.device)
+        if tuple(nominal.shape) != expected or (looks_back and len(visited) != 2):
+            what = "(warm start, visited states, ages)" if looks_back else "the warm start"
+            raise ValueError(
+                f"state must be {what} returned by predict, with a warm start of shape {expected}; got "
+                f"{type(state).__name__} with a warm start of shape {tuple(nominal.shape)}"
+            )
+        return nominal, (VisitedStates.from_arrays(*visited, self.device) if looks_back else None)
 
 
 MlpPolicy = MPPIPolicy

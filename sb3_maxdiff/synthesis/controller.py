@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import torch as th
 from torch import nn
 
-from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
+from sb3_maxdiff.common.entropy import EntropyBonus, VisitedStates, make_path_entropy
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
 from sb3_maxdiff.common.utils import is_integer, is_real
 
@@ -161,7 +161,8 @@ class MPPIController:
         self.planner = MPPIPlanner(action_dim, settings, bonus)
         self.history = int(history)
         self.nominal: th.Tensor | None = None
-        self.visited: th.Tensor | None = None  # the last `history` states of each row, (E, <= history, n)
+        # the last `history` states of each row, for the path entropy (none kept without history or alpha)
+        self.visited = VisitedStates(self.history) if self.history > 0 and bonus is not None else None
         self.last: PlanResult | None = None
 
     @property
@@ -172,17 +173,8 @@ class MPPIController:
     def reset(self) -> None:
         """Forget the warm start and the visited states: the next :meth:`command` plans from a zero sequence."""
         self.nominal = None
-        self.visited = None
-
-    def _remember(self, states: th.Tensor) -> th.Tensor | None:
-        """The states the path entropy takes in with ``states`` (E, n) added (None without ``history``)."""
-        if self.history == 0 or self.planner.entropy_bonus is None:
-            return None
-        if self.visited is None or self.visited.shape[0] != states.shape[0]:
-            self.visited = states[:, None].clone()
-        else:
-            self.visited = th.cat([self.visited, states[:, None]], dim=1)[:, -self.history :]
-        return self.visited
+        if self.visited is not None:
+            self.visited.reset()
 
     def command(self, state: th.Tensor | Sequence[float]) -> th.Tensor:
         """
@@ -198,7 +190,8 @@ class MPPIController:
             raise ValueError(f"state must have shape ({self.state_dim},) or (E, {self.state_dim}), got {tuple(state.shape)}")
         if self.nominal is None or self.nominal.shape[0] != states.shape[0]:
             self.nominal = self.planner.initial_nominal(states.shape[0], self.device)
-        self.last = self.planner.plan(self.model, states, self.nominal, history=self._remember(states))
+        history = None if self.visited is None else self.visited.update(states)
+        self.last = self.planner.plan(self.model, states, self.nominal, history=history)
         self.nominal = self.last.nominal
         action = self.model.to_action(self.last.actions)
         return action[0] if single else action
