@@ -1,16 +1,23 @@
 """
-MaxDiff RL vs NN-MPPI on the heavy-tail Swimmer, without training on your machine.
+MaxDiff RL vs NN-MPPI on the heavy-tail Swimmer, where MaxDiff pulls ahead.
 
 ``examples/models/`` keeps one agent of each method trained for 50,000 steps by the experiment runner
-(seed 0 of the Swimmer runs in REPRODUCTION.md: the first seed, not the best one). The demo runs one
-episode of each from the same start, and saves a figure with both tips' (x, y) paths, a filmstrip of each
-swimmer (MuJoCo's offscreen frames from the tracking camera where a renderer is available, the bodies'
-positions drawn otherwise), and the training curves of every seed of those runs, with the paper's points,
-from ``docs/reproduction/swimmer_heavy_50k.csv``::
+(seed 0 of the Swimmer runs in REPRODUCTION.md: the first seed, not the best one). The demo
+
+1. reads the 5-seed runs of each method from ``docs/reproduction/swimmer_heavy_50k.csv`` and tests them
+   (two-sided Mann-Whitney on the per-seed training return at 50k steps and final evaluation);
+2. runs one episode of each kept agent from the same start;
+3. trains a MaxDiff agent live for a short while (``MaxDiffMPPI(...).learn``, the published Swimmer settings,
+   with a progress bar): far too few steps to swim well, but the main job of the package running on your machine;
+
+and saves a figure with the tips' (x, y) paths, a filmstrip of each kept swimmer (MuJoCo's offscreen frames
+from the tracking camera where a renderer is available, the bodies' positions drawn otherwise), and the training
+curves of every seed with the paper's points and the test::
 
     python examples/demo_swimmer.py --out demo_output
 
-Planning 1,000 steps takes about half a minute per agent on one CPU core (K = 500 samples, horizon 40).
+Planning 1,000 steps takes about half a minute per agent on one CPU core (K = 500 samples, horizon 40); the live
+training, which also updates the model 5 times per step, about a minute per 1,000 steps.
 """
 
 import argparse
@@ -30,12 +37,15 @@ import gymnasium as gym
 import matplotlib.pyplot as plt
 import numpy as np
 import torch as th
+from stable_baselines3.common.monitor import Monitor
 from tqdm import tqdm
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
 from sb3_maxdiff.envs import SWIMMER_HEAVY
-from sb3_maxdiff.experiments.presets import PRESETS
+from sb3_maxdiff.experiments.episodes import per_seed_values
+from sb3_maxdiff.experiments.presets import PRESETS, published_kwargs
 from sb3_maxdiff.experiments.report import published_points
+from sb3_maxdiff.experiments.stats import mann_whitney_pvalue
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = {
@@ -79,6 +89,38 @@ def run_episode(name: str, steps: int, seed: int, frames_at: list[int], render: 
     return {"return": total, "tip": np.array(tip), "shots": shots}
 
 
+def test_from_csv(path: str, steps: int = 50_000) -> dict[str, dict[str, Any]]:
+    """
+    Per quantity (training return at ``steps``, final evaluation): each method's per-seed values and the two-sided
+    Mann-Whitney p of MaxDiff against NN-MPPI.
+    """
+    values = per_seed_values(path, [steps])
+    quantities = {f"training return at {steps:,}": f"last episode at {steps:,}", "final evaluation": None}
+    found = {}
+    for label, key in quantities.items():
+        key = key or next(name for name in values if name.startswith("final evaluation"))
+        per_seed = {CSV_METHODS[method]: list(values[key][method].values()) for method in CSV_METHODS}
+        found[label] = {**per_seed, "p": mann_whitney_pvalue(per_seed["MaxDiff"], per_seed["NN-MPPI"])}
+    return found
+
+
+def train_live(steps: int, seed: int) -> dict[str, Any]:
+    """MaxDiff trained from scratch for ``steps`` steps with the published settings: its tip path and episode returns."""
+    env = Monitor(gym.make(SWIMMER_HEAVY))
+    model = MaxDiffMPPI(env, seed=seed, **published_kwargs("maxdiff", SWIMMER_HEAVY))
+    tips: list[np.ndarray] = []
+
+    def record_tip(local: dict[str, Any], _: dict[str, Any]) -> bool:
+        done = bool(local["dones"][0])  # the VecEnv has reset: the episode's last observation is in its info
+        obs = local["infos"][0]["terminal_observation"] if done else local["new_obs"][0]
+        tips.append(np.asarray(obs[:2], dtype=float).copy())
+        return True
+
+    model.learn(steps, progress_bar=True, callback=record_tip)
+    returns = [float(value) for value in env.get_episode_rewards()]
+    return {"tip": np.array(tips), "returns": returns, "steps": steps}
+
+
 def read_curves(path: str) -> dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
     """method -> seed -> (episode end steps, returns) of the training episodes in the per-episode CSV."""
     rows: dict[str, dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
@@ -103,7 +145,26 @@ def renderer_works() -> bool:
         return False
 
 
-def draw(episodes: dict[str, dict[str, Any]], frames_at: list[int], rendered: bool, out: str) -> str:
+def test_lines(test: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per tested quantity: mean +/- std (ddof 1) of each method over its seeds, and the p value."""
+    lines = []
+    for label, found in test.items():
+        summaries = [
+            f"{name} {np.mean(found[name]):.1f} +/- {np.std(found[name], ddof=1):.1f}" for name in ("MaxDiff", "NN-MPPI")
+        ]
+        seeds = len(found["MaxDiff"])
+        lines.append(f"{label}, {seeds} seeds each: {' vs '.join(summaries)}, Mann-Whitney p = {found['p']:.3f}")
+    return lines
+
+
+def draw(
+    episodes: dict[str, dict[str, Any]],
+    frames_at: list[int],
+    rendered: bool,
+    out: str,
+    test: dict[str, dict[str, Any]] | None = None,
+    live: dict[str, Any] | None = None,
+) -> str:
     figure = plt.figure(figsize=(13, 4.2 + 1.9 * len(episodes)), layout="constrained")
     top, bottom = figure.subfigures(2, 1, height_ratios=[4.2, 1.9 * len(episodes)])
     paths, curves = top.subplots(1, 2, width_ratios=[1, 1.4])
@@ -111,6 +172,10 @@ def draw(episodes: dict[str, dict[str, Any]], frames_at: list[int], rendered: bo
         tip = episode["tip"]
         paths.plot(tip[:, 0], tip[:, 1], color=COLORS[name], label=f"{name}: return {episode['return']:.1f}")
         paths.scatter(*tip[-1], color=COLORS[name], marker="o")
+    if live is not None and len(live["tip"]):
+        shown = ", ".join(f"{value:.1f}" for value in live["returns"]) or "none finished yet"
+        label = f"MaxDiff trained here, {live['steps']} steps: episode return {shown}"
+        paths.plot(live["tip"][:, 0], live["tip"][:, 1], color="gray", linestyle="--", linewidth=0.8, label=label)
     paths.scatter(*next(iter(episodes.values()))["tip"][0], color="black", marker="x", label="start")
     paths.set(
         xlabel="x (m)", ylabel="y (m)", title=f"tip path, one {len(next(iter(episodes.values()))['tip']) - 1}-step episode"
@@ -126,7 +191,9 @@ def draw(episodes: dict[str, dict[str, Any]], frames_at: list[int], rendered: bo
             last_step = max(int(ends[-1]) for ends, _ in seeds.values())
             steps, means = zip(*published_points(PRESETS["swimmer-methods"], "heavy", method, last_step))
             curves.scatter(steps, means, color=COLORS[name], marker="x", s=70, zorder=3, label=f"{name}, paper (mean)")
-        curves.set(xlabel="environment steps", ylabel="training episode return", title="training, every seed")
+        title = "training, every seed" if test is None else "training, every seed\n" + "\n".join(test_lines(test))
+        curves.set(xlabel="environment steps", ylabel="training episode return")
+        curves.set_title(title, fontsize=8 if test else None)
         curves.legend(fontsize=8)
     else:
         curves.text(0.5, 0.5, f"{CURVES_CSV} not found", ha="center", va="center")
@@ -157,24 +224,38 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the start state and the planner's noise")
     parser.add_argument("--frames", type=int, default=5, help="filmstrip frames per swimmer")
     parser.add_argument("--no-render", action="store_true", help="draw the bodies' positions instead of MuJoCo frames")
+    parser.add_argument("--train-steps", type=int, default=1000, help="steps of the live MaxDiff training (0: none)")
     parser.add_argument("--out", default="demo_output")
     args = parser.parse_args()
-    if args.steps < 1 or args.frames < 2:
-        parser.error(f"need --steps >= 1 and --frames >= 2, got {args.steps} and {args.frames}")
+    if args.steps < 1 or args.frames < 2 or args.train_steps < 0:
+        parser.error(
+            f"need --steps >= 1, --frames >= 2 and --train-steps >= 0, got {args.steps}, {args.frames} and {args.train_steps}"
+        )
     th.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
+    test = test_from_csv(CURVES_CSV) if os.path.exists(CURVES_CSV) else None
+    for line in test_lines(test) if test else [f"{CURVES_CSV} not found: no test"]:
+        print(line)
     rendered = not args.no_render and renderer_works()
     frames_at = [round(float(value)) for value in np.linspace(0, args.steps, args.frames)]
     episodes = {name: run_episode(name, args.steps, args.seed, frames_at, rendered) for name in MODELS}
-    figure = draw(episodes, frames_at, rendered, args.out)
-    summary = {
+    summary: dict[str, Any] = {
         name: {"return": episode["return"], "x_travelled": float(episode["tip"][-1, 0] - episode["tip"][0, 0])}
         for name, episode in episodes.items()
     }
+    for name, values in summary.items():
+        print(f"{name} (kept, 50k steps): return {values['return']:.1f}, tip moved {values['x_travelled']:+.2f} m along x")
+    live = None
+    if args.train_steps > 0:
+        live = train_live(args.train_steps, args.seed)
+        shown = ", ".join(f"{value:.1f}" for value in live["returns"]) or "none finished"
+        print(f"MaxDiff trained here for {args.train_steps} steps: episode returns {shown}")
+        summary["live"] = {"steps": args.train_steps, "returns": live["returns"]}
+    if test:
+        summary["test"] = test
     with open(os.path.join(args.out, "swimmer_returns.json"), "w") as file:
         json.dump(summary, file, indent=1)
-    for name, values in summary.items():
-        print(f"{name}: return {values['return']:.1f}, tip moved {values['x_travelled']:+.2f} m along x")
+    figure = draw(episodes, frames_at, rendered, args.out, test, live)
     print(f"figure: {figure} ({'MuJoCo frames' if rendered else 'bodies drawn'})")
 
 

@@ -34,19 +34,30 @@ def test_quickstart(tmp_path):
     assert (tmp_path / "maxdiff_point_mass.zip").exists()
 
 
-def test_swimmer_demo_runs_the_kept_agents(tmp_path):
-    """The two trained swimmers kept in examples/models load and plan; the figure and summary are written."""
-    options = ["--steps", "6", "--frames", "2", "--no-render", "--out", str(tmp_path)]
-    subprocess.run(
+def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path):
+    """
+    The two trained swimmers kept in examples/models load and plan, the 5-seed runs are tested from their CSV, a
+    MaxDiff agent trains live; the figure and summary are written.
+    """
+    options = ["--steps", "6", "--frames", "2", "--no-render", "--train-steps", "30", "--out", str(tmp_path)]
+    printed = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo_swimmer.py"), *options],
         check=True,
+        capture_output=True,
+        text=True,
         timeout=SUBPROCESS_TIMEOUT,
-    )
+    ).stdout
     assert (tmp_path / "swimmer_paths_and_curves.png").stat().st_size > 10_000
     summary = json.loads((tmp_path / "swimmer_returns.json").read_text())
-    assert set(summary) == {"MaxDiff", "NN-MPPI"}
-    for values in summary.values():
+    assert set(summary) == {"MaxDiff", "NN-MPPI", "live", "test"}
+    for name in ("MaxDiff", "NN-MPPI"):
+        values = summary[name]
         assert abs(values["x_travelled"]) < 1.0 and values["return"] == values["return"]  # 6 steps, finite
+    assert summary["live"] == {"steps": 30, "returns": []}  # no 1000-step episode finished in 30 steps
+    # the published test: every MaxDiff seed above every NN-MPPI seed on both quantities, 5 against 5
+    for found in summary["test"].values():
+        assert len(found["MaxDiff"]) == len(found["NN-MPPI"]) == 5 and round(found["p"], 4) == 0.0079
+    assert "training return at 50,000, 5 seeds each: MaxDiff 102.7 +/- 29.7 vs NN-MPPI 25.9 +/- 7.9" in printed
 
 
 def test_kept_swimmer_agents_are_the_runs_final_models():

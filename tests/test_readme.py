@@ -11,7 +11,7 @@ def readme_commands() -> list[str]:
 def test_readme_has_exactly_two_commands():
     commands = readme_commands()
     assert len(commands) == 2, commands
-    assert "examples/demo_point_mass.py" in commands[0] and "pytest" in commands[1]
+    assert "examples/demo_swimmer.py" in commands[0] and "pytest" in commands[1]
     for command in commands:
         assert "\n" not in command and "torch==2.13.0" in command
 
