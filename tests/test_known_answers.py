@@ -188,8 +188,8 @@ def test_the_training_warm_start_is_zeroed_where_an_episode_ends(monkeypatch):
     seen = []
     real_plan = model.policy.planner.plan
 
-    def plan(model_, obs, nominal, reset=None, generator=None):
-        result = real_plan(model_, obs, nominal, reset, generator)
+    def plan(model_, obs, nominal, reset=None, generator=None, history=None):
+        result = real_plan(model_, obs, nominal, reset, generator, history)
         seen.append((None if reset is None else reset.clone(), nominal.clone(), result.nominal.clone()))
         return result
 
