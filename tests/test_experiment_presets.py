@@ -77,6 +77,18 @@ def test_single_shot_preset_uses_the_authors_single_shot_settings():
     assert "light tail" in PRESETS["single-shot"].notes and "max_frames" in PRESETS["single-shot"].notes
 
 
+def test_presets_that_change_one_setting_keep_the_published_rest():
+    """swimmer-bfloat16 and look-back: the published settings of their body, with only their own setting changed."""
+    paper = get_budget("paper")
+    published = cell_kwargs(_cells("swimmer-methods")[("heavy", "maxdiff")], paper)
+    assert cell_kwargs(_cells("swimmer-bfloat16")[("heavy", "maxdiff")], paper) == {**published, "planner_dtype": "bfloat16"}
+    look_back = _cells("look-back")
+    point_mass = cell_kwargs(_cells("point-mass-beta")[("beta=0.01", "maxdiff")], paper)
+    assert cell_kwargs(look_back[("history=0", "maxdiff")], paper) == point_mass
+    assert cell_kwargs(look_back[("history=30", "maxdiff")], paper) == {**point_mass, "history": 30}
+    assert point_mass["horizon"] == 30  # looking back as far as the planner looks ahead
+
+
 def test_swimmer_report_puts_ours_beside_the_published_curve_points():
     specs = build_specs("swimmer-methods", "reduced", [0, 1], settings=["heavy"], methods=["maxdiff"], steps=50_000)
     steps = np.arange(1000, 50_001, 1000)

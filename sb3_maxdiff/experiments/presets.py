@@ -275,6 +275,13 @@ PRESETS: dict[str, Preset] = {
             ),
         ),
         Preset(
+            "swimmer-bfloat16",
+            "Not in the paper: MaxDiff (alpha 100) on the heavy-tail swimmer with the planner's rollouts in bfloat16 "
+            "(planner_dtype='bfloat16'), to set beside the float32 runs of swimmer-methods; only sensible where the "
+            "hardware multiplies bfloat16 natively",
+            (preset_cell("heavy", "maxdiff", SWIMMER_HEAVY, overrides={"planner_dtype": "bfloat16"}),),
+        ),
+        Preset(
             "look-back",
             "Not in the paper: MaxDiff on the point mass (beta 0.01) with the path entropy taken over the last 30 "
             "observations followed by each planned path (history=30, the horizon) against the published planned path "
