@@ -79,3 +79,12 @@ def test_synthesis_example_runs_with_a_tiny_budget(tmp_path):
     assert (tmp_path / "synthesis_examples.png").stat().st_size > 10_000
     rows = [line for line in printed.splitlines() if line.startswith(("| 0 |", "| 1 |", "| 10 |", "| 100 |"))]
     assert len(rows) == 4
+
+
+def test_alpha_sweep_figure_reads_the_committed_runs(tmp_path):
+    """The sweep figure from the CSVs and kept models: every series present, the means those of REPRODUCTION.md."""
+    command = [sys.executable, str(ROOT / "examples" / "alpha_sweep_figure.py"), "--out", str(tmp_path)]
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    assert (tmp_path / "alpha_sweep_heavy_swimmer.png").stat().st_size > 10_000
+    assert "final evaluation, mean per alpha: 1: 35.3, 10: 42.0, 100: 92.3, 1000: -61.7; NN-MPPI 21.4" in printed
+    assert "auto (settled alpha: value) 51: 58.7, 51: 99.1, 56: 16.8, 68: 99.6, 96: 29.4" in printed
