@@ -134,3 +134,15 @@ def test_predict_plans_with_the_visited_observations_followed_by_each_path():
     th.manual_seed(5)
     without = model.policy.plan(observations[-1], th.as_tensor(state[0]))
     assert not th.equal(without.actions, by_hand.actions)  # the history is what made the difference
+
+
+def test_history_is_saved_loaded_and_kept_by_one_agent_taken_out(tmp_path):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    model = MaxDiffMPPI(make_vec_env(POINT_MASS, n_envs=2, seed=0), independent_agents=True, history=5, **SMALL)
+    model.learn(30)
+    assert model._train_visited is not None and model._train_visited.states.shape == (2, 5, 4)
+    model.save(tmp_path / "model.zip")
+    loaded = MaxDiffMPPI.load(tmp_path / "model.zip", device="cpu")
+    assert loaded.history == 5 and loaded.policy.history == 5 and loaded._train_visited is None
+    assert model.agent(1).policy.history == 5
