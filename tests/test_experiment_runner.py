@@ -1,6 +1,8 @@
 import csv
+import functools
 import json
 import os
+import pathlib
 import socket
 import subprocess
 import sys
@@ -550,3 +552,31 @@ def test_the_run_spec_is_not_changed_by_training(tmp_path):
     before = json.dumps(spec.to_json())
     result = execute_run(spec, str(tmp_path))
     assert json.dumps(spec.to_json()) == before and json.dumps(result["spec"]) == before
+
+
+def test_export_keeps_each_runs_final_model_without_its_optimizer_moments(tmp_path):
+    """--models: each run's policy as it ended (the same actions), its settings, no Adam moments, a smaller file."""
+    from sb3_maxdiff.experiments.algos import get_algo
+
+    out = str(tmp_path / "runs")
+    args = ["point-mass-beta", "--budget", "smoke", "--settings", "beta=1", "--methods", "maxdiff", "sac", "--seeds", "1"]
+    assert experiments_main(["run", *args, "--out", out]) == 0
+    prefix = str(tmp_path / "kept" / "point_mass")
+    (tmp_path / "kept").mkdir()
+    export = ["export", out, "--preset", "point-mass-beta", "--budget", "smoke", "--out", str(tmp_path / "episodes.csv")]
+    assert experiments_main([*export, "--models", prefix]) == 0
+    assert sorted(path.name for path in (tmp_path / "kept").iterdir()) == [
+        "point_mass_maxdiff_seed0.zip",
+        "point_mass_sac_seed0.zip",
+    ]
+    for spec in build_specs("point-mass-beta", "smoke", [0], ["beta=1"], ["maxdiff", "sac"]):
+        algo = get_algo(spec.method)
+        original = pathlib.Path(out) / spec.relpath / "model.zip"
+        kept = pathlib.Path(f"{prefix}_{spec.method}_seed0.zip")
+        assert kept.stat().st_size < original.stat().st_size
+        full, light = algo.load(original, device="cpu"), algo.load(kept, device="cpu")
+        optimizers = [name for name in light._get_torch_save_params()[0] if name.endswith("optimizer")]
+        assert optimizers and all(not functools.reduce(getattr, name.split("."), light).state for name in optimizers)
+        assert light.num_timesteps == full.num_timesteps
+        obs = np.stack([full.observation_space.sample() for _ in range(3)])
+        np.testing.assert_array_equal(light.predict(obs, deterministic=True)[0], full.predict(obs, deterministic=True)[0])

@@ -6,17 +6,22 @@ write-up can be recomputed from a file kept in the repository rather than from a
     python -m sb3_maxdiff.experiments export results --budget reduced --settings beta=0.01 --seeds 0 1 2 --out b.csv
     python -m sb3_maxdiff.experiments tabulate episodes.csv --steps 10000 20000 50000
     python -m sb3_maxdiff.experiments tabulate sweep.csv episodes.csv --steps 50000 --by-setting
+    python -m sb3_maxdiff.experiments export results --budget reduced-50000-steps --out episodes.csv --models kept/swimmer
 
 ``export`` writes one row per training episode (its return, length, the step count at its end and, where the run
 recorded them, its ergodicity diagnostics) and per evaluation episode. ``tabulate`` gives, per method, each
 seed's last training return and running maximum over full-length episodes at the given step counts, its final
 evaluation and diagnostics, then mean +/- std over seeds (ddof 1) and Welch's and the Mann-Whitney test between
 each pair of methods; several files are read as one, and ``--by-setting`` compares each method in each setting
-(MaxDiff at several alphas, say, beside the methods of another file).
+(MaxDiff at several alphas, say, beside the methods of another file). ``--models PREFIX`` keeps the exported runs'
+final models beside the file, as ``PREFIX_<method>_seed<i>.zip`` (``PREFIX_<setting>_<method>_seed<i>.zip`` where the
+export holds several settings), each without its optimizer's moments: the policy, its settings and step count, enough
+to evaluate, transfer or go on learning (from fresh Adam moments), at a third of the size.
 """
 
 import argparse
 import csv
+import functools
 import itertools
 import math
 import os
@@ -26,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
+from sb3_maxdiff.experiments.algos import get_algo
 from sb3_maxdiff.experiments.presets import METHOD_LABELS
 from sb3_maxdiff.experiments.results import Run, episode_length, load_runs, select_runs, value_at
-from sb3_maxdiff.experiments.specs import ERGODICITY_FILE, RESULT_FILE, read_windows
+from sb3_maxdiff.experiments.specs import ERGODICITY_FILE, MODEL_FILE, RESULT_FILE, read_windows
 from sb3_maxdiff.experiments.stats import compare_seeds, format_pvalue, summarize
 
 DIAGNOSTICS = ("msd_exponent", "autocorr_time", "episode_coverage", "coverage")
@@ -98,6 +104,27 @@ def _keep(runs: list[Run], settings: list[str] | None, seeds: list[int] | None) 
     ]
 
 
+def keep_final_models(root: str, runs: list[Run], prefix: str) -> list[str]:
+    """
+    Save the final model of each of ``runs`` (under ``root``) as ``prefix_<method>_seed<i>.zip`` (with the setting
+    after the prefix where the runs have several), without its optimizer's moments; returns the paths written.
+    """
+    several_settings = len({run.spec.setting for run in runs}) > 1
+    written = []
+    for run in runs:
+        spec = run.spec
+        name = f"{prefix}_{spec.setting}_{spec.method}" if several_settings else f"{prefix}_{spec.method}"
+        model = get_algo(spec.method).load(os.path.join(root, spec.relpath, MODEL_FILE), device="cpu")
+        for saved in model._get_torch_save_params()[0]:  # SB3's names of what it saves: "policy.optimizer", ...
+            if saved.endswith("optimizer"):
+                # Adam's moments: most of the file, needed only to resume learning exactly
+                functools.reduce(getattr, saved.split("."), model).state.clear()
+        path = f"{name}_seed{spec.seed}.zip"
+        model.save(path)
+        written.append(path)
+    return written
+
+
 def export_episodes(
     root: str,
     path: str,
@@ -105,10 +132,13 @@ def export_episodes(
     preset: str | None = None,
     settings: list[str] | None = None,
     seeds: list[int] | None = None,
+    models: str | None = None,
 ) -> int:
     """
     Write the episodes of the multi-shot runs under ``root`` (one preset and budget; only the given settings and
     seeds where these are given) to ``path``; returns the number of rows.
+
+    :param models: also keep the runs' final models under this prefix (see :func:`keep_final_models`)
     """
     groups = select_runs(root, preset, budget)
     if not groups:
@@ -133,6 +163,8 @@ def export_episodes(
         writer = csv.DictWriter(file, fieldnames=EPISODE_COLUMNS, restval="")
         writer.writeheader()
         writer.writerows(rows)
+    if models is not None:
+        keep_final_models(root, runs, models)
     return len(rows)
 
 
@@ -261,12 +293,18 @@ def export_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--budget", default=None, help="the budget label (needed when the folder holds several)")
     parser.add_argument("--settings", nargs="+", default=None, help="only these settings of the preset (e.g. beta=0.01)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="only these seeds")
+    parser.add_argument(
+        "--models",
+        default=None,
+        metavar="PREFIX",
+        help="also keep each run's final model as PREFIX_<method>_seed<i>.zip, without its optimizer's moments",
+    )
     args = parser.parse_args(argv)
     try:
-        count = export_episodes(args.results, args.out, args.budget, args.preset, args.settings, args.seeds)
+        count = export_episodes(args.results, args.out, args.budget, args.preset, args.settings, args.seeds, args.models)
     except ValueError as error:
         parser.error(str(error))
-    print(f"{count} episodes written to {args.out}")
+    print(f"{count} episodes written to {args.out}" + (f"; final models kept as {args.models}_*.zip" if args.models else ""))
     return 0
 
 
