@@ -277,19 +277,38 @@ def test_swimmer_tests_are_those_of_the_csv():
             assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"MaxDiff vs {other}, {quantity} (Welch)")
 
 
-def test_auto_alpha_tests_are_those_of_the_csvs():
-    """The automatic alpha's 5 seeds against the heavy-tail section's NN-MPPI and alpha-100 seeds."""
-    auto = per_seed_values(str(REPRODUCTION / "alpha_auto_heavy_50k.csv"), [50_000])
-    heavy = per_seed_values(str(REPRODUCTION / "swimmer_heavy_50k.csv"), [50_000])
-    _, rows = table_after("| MaxDiff (auto alpha) against |")
-    assert [row[0] for row in rows] == ["NN-MPPI", "MaxDiff, alpha 100"]
+@pytest.mark.parametrize(
+    "marker, auto_csv, others_csv, steps, others",
+    [
+        (
+            "| MaxDiff (auto alpha) against |",
+            "alpha_auto_heavy_50k.csv",
+            "swimmer_heavy_50k.csv",
+            50_000,
+            ["NN-MPPI", "MaxDiff, alpha 100"],
+        ),
+        (
+            "| MaxDiff (auto alpha), point mass, against |",
+            "alpha_auto_point_mass_20k.csv",
+            "alpha_auto_point_mass_20k.csv",
+            20_000,
+            ["NN-MPPI", "MaxDiff"],
+        ),
+    ],
+)
+def test_auto_alpha_tests_are_those_of_the_csvs(marker, auto_csv, others_csv, steps, others):
+    """The automatic alpha's 5 seeds against the 5 seeds of NN-MPPI and of the published alpha."""
+    auto = per_seed_values(str(REPRODUCTION / auto_csv), [steps])
+    other_values = per_seed_values(str(REPRODUCTION / others_csv), [steps])
+    _, rows = table_after(marker)
+    assert [row[0] for row in rows] == others
     for other, *cells in rows:
-        for quantity, cell in zip(["last episode at 50,000", EVALUATION], cells):
+        for quantity, cell in zip([f"last episode at {steps:,}", EVALUATION], cells):
             rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", cell).groups()
-            x, y = list(auto[quantity]["maxdiff-auto"].values()), list(heavy[quantity][METHODS[other]].values())
+            x, y = list(auto[quantity]["maxdiff-auto"].values()), list(other_values[quantity][METHODS[other]].values())
             assert len(x) == len(y) == 5
-            assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"auto alpha vs {other}, {quantity}")
-            assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"auto alpha vs {other}, {quantity} (Welch)")
+            assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"{auto_csv}: auto alpha vs {other}, {quantity}")
+            assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"{auto_csv}: auto alpha vs {other}, {quantity} (Welch)")
 
 
 POINT_MASS_AUTO = "Per seed (last training episode at 10k and 20k, running maximum at 20k"
@@ -342,19 +361,6 @@ def test_point_mass_auto_alpha_table_is_that_of_its_csv():
                 assert_shown_as(per_seed[int(seed)], cell, f"point mass auto: {method} seed {seed} {quantity}")
             else:
                 assert_mean_std_shown_as(list(per_seed.values()), cell, f"point mass auto: {method} {quantity}")
-
-
-def test_point_mass_auto_alpha_tests_are_those_of_its_csv():
-    values = per_seed_values(str(REPRODUCTION / "alpha_auto_point_mass_20k.csv"), [20_000])
-    _, rows = table_after("| MaxDiff (auto alpha), point mass, against |")
-    assert [row[0] for row in rows] == ["NN-MPPI", "MaxDiff"]
-    for other, *cells in rows:
-        for quantity, cell in zip(["last episode at 20,000", EVALUATION], cells):
-            rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", cell).groups()
-            x, y = list(values[quantity]["maxdiff-auto"].values()), list(values[quantity][METHODS[other]].values())
-            assert len(x) == len(y) == 5
-            assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"point mass auto vs {other}, {quantity}")
-            assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"point mass auto vs {other}, {quantity} (Welch)")
 
 
 def test_point_mass_100k_blocks_are_those_of_their_csv():
