@@ -281,12 +281,9 @@ class MPPIPolicy(BasePolicy):
         assert isinstance(obs_tensor, th.Tensor)
         n_envs = obs_tensor.shape[0]
         nominal, visited = self._unpack_state(state, n_envs)
-        starts, history = None, None
-        if episode_start is not None:
-            starts = th.as_tensor(np.asarray(episode_start, dtype=bool).reshape(n_envs), device=self.device)
-        if visited is not None:
-            start_flags = None if episode_start is None else np.asarray(episode_start, dtype=bool).reshape(n_envs)
-            history = visited.update(obs_tensor.float().flatten(start_dim=1), start_flags)
+        start_flags = None if episode_start is None else np.asarray(episode_start, dtype=bool).reshape(n_envs)
+        starts = None if start_flags is None else th.as_tensor(start_flags, device=self.device)
+        history = None if visited is None else visited.update(obs_tensor.float().flatten(start_dim=1), start_flags)
         # a CPU plans as in training, flushing denormal floats: with a trained model they make a plan several times slower
         with flushing_denormals() if self.device.type == "cpu" else contextlib.nullcontext():
             result = self.plan(obs_tensor, nominal, starts, deterministic, history)
