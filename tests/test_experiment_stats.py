@@ -284,3 +284,23 @@ def test_tabulate_compares_a_method_across_settings_of_several_files(tmp_path, c
     (tmp_path / "plain.csv").write_text("method,seed,steps,return\nmaxdiff,0,1000,1\n")
     with pytest.raises(ValueError, match="no setting column"):
         per_seed_values(str(tmp_path / "plain.csv"), [1000], by_setting=True)
+
+
+def test_window_mean_averages_the_last_episodes_finished_by_the_step(tmp_path, capsys):
+    from sb3_maxdiff.experiments.episodes import per_seed_values, tabulate_main, window_mean
+
+    ends, returns = np.array([1000, 2000, 3000, 4000]), np.array([10.0, 20.0, 30.0, 70.0])
+    assert window_mean(ends, returns, 3999, 2) == 25.0  # episodes ending at 2000 and 3000; 4000 not yet finished
+    assert window_mean(ends, returns, 4000, 2) == 50.0
+    assert window_mean(ends, returns, 2000, 5) == 15.0  # fewer than the window have finished
+    assert math.isnan(window_mean(ends, returns, 999, 5))
+    path = tmp_path / "runs.csv"
+    path.write_text(
+        "method,seed,episode,steps,return\n" + "".join(f"a,0,{i},{e},{r}\n" for i, (e, r) in enumerate(zip(ends, returns)))
+    )
+    values = per_seed_values(str(path), [4000], window=3)
+    assert values["mean of the last 3 episodes at 4,000"]["a"] == {0: 40.0}
+    assert "mean of the last 3 episodes at 4,000" not in per_seed_values(str(path), [4000])
+    with pytest.raises(SystemExit):
+        tabulate_main([str(path), "--steps", "4000", "--window", "0"])
+    assert "window must be a positive number of episodes, got 0" in capsys.readouterr().err

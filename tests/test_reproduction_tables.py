@@ -79,6 +79,7 @@ def assert_mean_std_shown_as(per_seed: list[float], cell: str, where: str) -> No
         ("### Per seed", "swimmer_heavy_50k.csv"),
         ("### Result: MaxDiff ahead on every seed", "swimmer_stock_50k.csv"),
         ("### Result: no detectable difference from either, at 5 seeds", "alpha_auto_heavy_50k.csv"),
+        ("### Light tail, result", "swimmer_light_50k.csv"),
     ],
 )
 def test_swimmer_per_seed_tables_are_those_of_their_csv(marker, csv_name):
@@ -209,10 +210,14 @@ def test_every_run_csv_holds_the_diagnostics_of_each_training_episode():
         assert training and filled == dict.fromkeys(DIAGNOSTICS, expected), (path.name, filled, len(training))
 
 
-def test_swimmer_means_are_those_of_the_csv():
-    values = per_seed_values(str(REPRODUCTION / "swimmer_heavy_50k.csv"), [10_000, 20_000, 50_000])
-    _, rows = table_after("| method | 10k | 20k | 50k | running max 50k | final eval |")
-    assert len(rows) == 4
+@pytest.mark.parametrize(
+    "marker, csv_name, n_rows",
+    [("| method | 10k | 20k | 50k | running max 50k | final eval | published 10k", "swimmer_heavy_50k.csv", 4)],
+)
+def test_swimmer_means_are_those_of_the_csv(marker, csv_name, n_rows):
+    values = per_seed_values(str(REPRODUCTION / csv_name), [10_000, 20_000, 50_000])
+    _, rows = table_after(marker)
+    assert len(rows) == n_rows
     for method, *cells in rows:
         for quantity, cell in zip(SWIMMER_COLUMNS[:5], cells):
             per_seed = list(values[quantity][METHODS[method]].values())
@@ -264,11 +269,18 @@ def test_point_mass_pvalues_are_those_of_their_csv(marker, skip, csv_names, step
     assert checked >= 2 * len(pairs)
 
 
-def test_swimmer_tests_are_those_of_the_csv():
+@pytest.mark.parametrize(
+    "marker, csv_name, n_rows",
+    [
+        ("| MaxDiff against | training return at 50k", "swimmer_heavy_50k.csv", 3),
+        ("| MaxDiff against, light tail |", "swimmer_light_50k.csv", 1),
+    ],
+)
+def test_swimmer_tests_are_those_of_the_csv(marker, csv_name, n_rows):
     """Mann-Whitney p (Welch p) of MaxDiff against each method, training return at 50k and final evaluation."""
-    values = per_seed_values(str(REPRODUCTION / "swimmer_heavy_50k.csv"), [50_000])
-    _, rows = table_after("| MaxDiff against | training return at 50k")
-    assert len(rows) == 3
+    values = per_seed_values(str(REPRODUCTION / csv_name), [50_000])
+    _, rows = table_after(marker)
+    assert len(rows) == n_rows
     for other, *cells in rows:
         for quantity, cell in zip(["last episode at 50,000", EVALUATION], cells):
             rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", cell).groups()
@@ -455,3 +467,24 @@ def test_alpha_sweep_tests_are_those_of_its_csvs():
             shown = float(welch)
             assert abs(welch_ttest(x, y).pvalue - shown) <= 0.051 * shown, f"alpha {alpha} vs {other} (Welch)"
             assert (np.mean(x) > np.mean(y)) == (direction == "higher")
+
+
+def test_light_tail_window_means_are_those_of_the_csv_and_of_the_published_curve():
+    """Ours: the mean of the 5 episodes ending at each step count, per seed, then over seeds; the authors': the
+    published light-tail curve that `report` draws."""
+    from sb3_maxdiff.experiments.presets import PRESETS
+
+    values = per_seed_values(str(REPRODUCTION / "swimmer_light_50k.csv"), [10_000, 20_000, 50_000], window=5)
+    curve = PRESETS["swimmer-methods"].published_curve
+    header, rows = table_after("| mean of the 5 episodes ending at |")
+    steps = [int(column.removesuffix("k")) * 1000 for column in header[1:]]
+    assert steps == [10_000, 20_000, 50_000] and len(rows) == 4
+    for label, *cells in rows:
+        method = METHODS[label.split(",")[0]]
+        for at, cell in zip(steps, cells):
+            if "ours" in label:
+                per_seed = list(values[f"mean of the last 5 episodes at {at:,}"][method].values())
+                assert len(per_seed) == 5
+                assert_mean_std_shown_as(per_seed, cell, f"{label} at {at}")
+            else:
+                assert_shown_as(curve[("light", method)][at], cell, f"{label} at {at}")

@@ -187,8 +187,18 @@ def _full_length(rows: list[dict[str, str]], lengths: np.ndarray, full_length: i
     return lengths >= (DEFAULT_FULL_LENGTH if full_length is None else full_length)
 
 
+def window_mean(ends: np.ndarray, returns: np.ndarray, at: int, window: int) -> float:
+    """The mean return of the last ``window`` episodes finished by step ``at`` (fewer if fewer have; NaN if none)."""
+    finished = int(np.searchsorted(ends, at, side="right"))
+    return float(np.mean(returns[max(0, finished - window) : finished])) if finished else math.nan
+
+
 def per_seed_values(
-    paths: str | Sequence[str], steps: list[int], full_length: int | None = None, by_setting: bool = False
+    paths: str | Sequence[str],
+    steps: list[int],
+    full_length: int | None = None,
+    by_setting: bool = False,
+    window: int | None = None,
 ) -> dict[str, dict[str, dict[int, float]]]:
     """
     quantity -> group -> seed -> value, from per-episode CSV files: this module's, or ones with the columns method,
@@ -196,8 +206,11 @@ def per_seed_values(
     if absent). The episodes that count for the running maximum are those ``export`` marked as full-length, or
     with ``full_length`` (or in a file without the mark) those of ``full_length`` (1000) steps or more. A group is a
     method, or with ``by_setting`` a method in one setting (``"maxdiff@alpha=10"``; see :func:`group_label`). A (group, seed)
-    found in two files is refused: the files would mix two runs.
+    found in two files is refused: the files would mix two runs. With ``window``, also the mean return of the last
+    ``window`` training episodes finished by each step count (the paper's training curves read that way, over 5).
     """
+    if window is not None and window < 1:
+        raise ValueError(f"window must be a positive number of episodes, got {window}")
     episodes: dict[tuple[str, int], list[dict[str, str]]] = defaultdict(list)
     evaluations: dict[tuple[str, int], list[float]] = defaultdict(list)
     source: dict[tuple[str, int], str] = {}
@@ -237,6 +250,8 @@ def per_seed_values(
             full = _full_length(rows, lengths, full_length)
             running = value_at(ends, returns, np.array([at]), running_max=True, full=full)
             values[f"running max at {at:,}"][method][seed] = float(running[0])
+            if window is not None:
+                values[f"mean of the last {window} episodes at {at:,}"][method][seed] = window_mean(ends, returns, at, window)
         if evaluations.get((method, seed)):
             values["final evaluation (mean per seed)"][method][seed] = float(np.mean(evaluations[(method, seed)]))
         for name in DIAGNOSTICS[:2]:
@@ -257,13 +272,17 @@ def _mean_std(values: list[float]) -> str:
 
 
 def tabulate(
-    paths: str | Sequence[str], steps: list[int], full_length: int | None = None, by_setting: bool = False
+    paths: str | Sequence[str],
+    steps: list[int],
+    full_length: int | None = None,
+    by_setting: bool = False,
+    window: int | None = None,
 ) -> list[str]:
     """
     Markdown: per-seed values of each quantity, their mean +/- std (ddof 1), and the tests between methods (or, with
     ``by_setting``, between each method in each setting), from one or several per-episode CSV files.
     """
-    values = per_seed_values(paths, steps, full_length, by_setting)
+    values = per_seed_values(paths, steps, full_length, by_setting, window)
     lines = []
     for quantity, by_method in values.items():
         methods = list(by_method)
@@ -323,9 +342,16 @@ def tabulate_main(argv: list[str] | None = None, prog: str | None = None) -> int
     parser.add_argument(
         "--by-setting", action="store_true", help="compare each method in each setting (e.g. MaxDiff at several alphas)"
     )
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        metavar="N",
+        help="also the mean return of the last N training episodes at each step count (the paper's curves: N = 5)",
+    )
     args = parser.parse_args(argv)
     try:
-        lines = tabulate(args.csv, args.steps, args.full_length, args.by_setting)
+        lines = tabulate(args.csv, args.steps, args.full_length, args.by_setting, args.window)
     except ValueError as error:
         parser.error(str(error))
     print("\n".join(lines))
