@@ -304,3 +304,21 @@ def test_window_mean_averages_the_last_episodes_finished_by_the_step(tmp_path, c
     with pytest.raises(SystemExit):
         tabulate_main([str(path), "--steps", "4000", "--window", "0"])
     assert "window must be a positive number of episodes, got 0" in capsys.readouterr().err
+
+
+def test_tabulate_reads_the_files_of_transfer_by_environment(tmp_path, capsys):
+    from sb3_maxdiff.experiments.episodes import per_seed_values, tabulate_main
+    from sb3_maxdiff.experiments.transfer import TransferResult, append_transfer_csv
+
+    path = str(tmp_path / "transfer.csv")
+    for algo, seed, returns in [("maxdiff", 0, [10.0, 30.0]), ("maxdiff", 1, [40.0]), ("nnmppi", 0, [5.0, 7.0])]:
+        append_transfer_csv(path, f"{algo}_{seed}.zip", algo, "Light-v0", seed, TransferResult(0.0, 0.0, returns))
+    append_transfer_csv(path, "maxdiff_0.zip", "maxdiff", "Heavy-v0", 0, TransferResult(0.0, 0.0, [-3.0]))
+    values = per_seed_values(path, [])
+    assert values["evaluation on Light-v0 (mean per seed)"] == {"maxdiff": {0: 20.0, 1: 40.0}, "nnmppi": {0: 6.0}}
+    assert values["evaluation on Heavy-v0 (mean per seed)"] == {"maxdiff": {0: -3.0}}
+    assert tabulate_main([path]) == 0
+    assert "| 1 | 40 | nan |" in capsys.readouterr().out
+    append_transfer_csv(path, "another.zip", "nnmppi", "Light-v0", 0, TransferResult(0.0, 0.0, [1.0]))
+    with pytest.raises(ValueError, match="two models for NN-MPPI seed 0 on Light-v0: nnmppi_0.zip and another.zip"):
+        per_seed_values(path, [])

@@ -36,6 +36,7 @@ from sb3_maxdiff.experiments.presets import METHOD_LABELS
 from sb3_maxdiff.experiments.results import Run, episode_length, load_runs, select_runs, value_at
 from sb3_maxdiff.experiments.specs import ERGODICITY_FILE, MODEL_FILE, RESULT_FILE, read_windows
 from sb3_maxdiff.experiments.stats import compare_seeds, format_pvalue, summarize
+from sb3_maxdiff.experiments.transfer import CSV_FIELDS as TRANSFER_FIELDS
 
 DIAGNOSTICS = ("msd_exponent", "autocorr_time", "episode_coverage", "coverage")
 # joins a method and its setting in the group names of per_seed_values(..., by_setting=True)
@@ -208,60 +209,109 @@ def per_seed_values(
     method, or with ``by_setting`` a method in one setting (``"maxdiff@alpha=10"``; see :func:`group_label`). A (group, seed)
     found in two files is refused: the files would mix two runs. With ``window``, also the mean return of the last
     ``window`` training episodes finished by each step count (the paper's training curves read that way, over 5).
+    A file that ``transfer --csv`` wrote gives, per environment it evaluated on, "evaluation on <env> (mean per
+    seed)" for each (algorithm, seed).
     """
     if window is not None and window < 1:
         raise ValueError(f"window must be a positive number of episodes, got {window}")
     episodes: dict[tuple[str, int], list[dict[str, str]]] = defaultdict(list)
     evaluations: dict[tuple[str, int], list[float]] = defaultdict(list)
+    transferred: dict[str, dict[tuple[str, int], list[float]]] = defaultdict(lambda: defaultdict(list))
     source: dict[tuple[str, int], str] = {}
     for path in [paths] if isinstance(paths, str) else paths:
         with open(path) as file:
             reader = csv.DictReader(file)
-            missing = [name for name in ("method", "seed", "return") if name not in (reader.fieldnames or [])]
-            if missing or not {"length", "steps"} & set(reader.fieldnames or []):
-                raise ValueError(
-                    f"{path} lacks the column(s) {missing or ['length or steps']}: tabulate reads files with the columns "
-                    f"method, seed, return, length or steps (and optionally kind, setting), as `export` writes them; "
-                    f"its columns are {reader.fieldnames}"
-                )
-            for row in reader:
-                if by_setting and not row.get("setting"):
-                    raise ValueError(f"{path} has no setting column: group its runs by method alone")
-                group = f"{row['method']}{SETTING_SEPARATOR}{row['setting']}" if by_setting else row["method"]
-                key = (group, int(row["seed"]))
-                if source.setdefault(key, path) != path:
-                    raise ValueError(
-                        f"seed {key[1]} of {group_label(group)} is in both {source[key]} and {path}"
-                        + ("" if by_setting else "; group by setting as well if they are different runs")
-                    )
-                if row.get("kind", "train") == "train":
-                    episodes[key].append(row)
-                elif row["kind"] == "eval":
-                    evaluations[key].append(float(row["return"]))
+            if tuple(reader.fieldnames or ()) == TRANSFER_FIELDS:
+                _read_transfer_rows(reader, path, transferred, by_setting)
+            else:
+                _read_episode_rows(reader, path, by_setting, source, episodes, evaluations)
     values: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     for (method, seed), rows in episodes.items():
-        if rows[0].get("length"):
-            lengths = np.array([int(float(row["length"])) for row in rows])
-        else:  # only the step count at each episode's end
-            lengths = np.diff([int(float(row["steps"])) for row in rows], prepend=0)
-        ends, returns = np.cumsum(lengths), np.array([float(row["return"]) for row in rows])
-        for at in steps:
-            values[f"last episode at {at:,}"][method][seed] = float(value_at(ends, returns, np.array([at]))[0])
-            full = _full_length(rows, lengths, full_length)
-            running = value_at(ends, returns, np.array([at]), running_max=True, full=full)
-            values[f"running max at {at:,}"][method][seed] = float(running[0])
-            if window is not None:
-                values[f"mean of the last {window} episodes at {at:,}"][method][seed] = window_mean(ends, returns, at, window)
+        returns, diagnostics = _training_values(rows, steps, full_length, window)
         if evaluations.get((method, seed)):
-            values["final evaluation (mean per seed)"][method][seed] = float(np.mean(evaluations[(method, seed)]))
-        for name in DIAGNOSTICS[:2]:
-            scored = [_float(row.get(name)) for row in rows]
-            if not all(math.isnan(value) for value in scored):
-                values[f"{name} (median over episodes)"][method][seed] = float(np.nanmedian(scored))
-        coverage = [_float(row.get("coverage")) for row in rows if row.get("coverage")]
-        if coverage:
-            values["coverage (end of training)"][method][seed] = coverage[-1]
+            returns["final evaluation (mean per seed)"] = float(np.mean(evaluations[(method, seed)]))
+        for quantity, value in {**returns, **diagnostics}.items():
+            values[quantity][method][seed] = value
+    for env_id, by_key in transferred.items():
+        for (method, seed), returns in by_key.items():
+            values[f"evaluation on {env_id} (mean per seed)"][method][seed] = float(np.mean(returns))
     return values
+
+
+def _read_episode_rows(
+    reader: csv.DictReader,
+    path: str,
+    by_setting: bool,
+    source: dict[tuple[str, int], str],
+    episodes: dict[tuple[str, int], list[dict[str, str]]],
+    evaluations: dict[tuple[str, int], list[float]],
+) -> None:
+    """The training rows and evaluation returns of an episode file, by (group, seed); ``source`` refuses a (group,
+    seed) already read from another file."""
+    missing = [name for name in ("method", "seed", "return") if name not in (reader.fieldnames or [])]
+    if missing or not {"length", "steps"} & set(reader.fieldnames or []):
+        raise ValueError(
+            f"{path} lacks the column(s) {missing or ['length or steps']}: tabulate reads files with the columns "
+            f"method, seed, return, length or steps (and optionally kind, setting), as `export` writes them, or the "
+            f"files of `transfer --csv`; its columns are {reader.fieldnames}"
+        )
+    for row in reader:
+        if by_setting and not row.get("setting"):
+            raise ValueError(f"{path} has no setting column: group its runs by method alone")
+        group = f"{row['method']}{SETTING_SEPARATOR}{row['setting']}" if by_setting else row["method"]
+        key = (group, int(row["seed"]))
+        if source.setdefault(key, path) != path:
+            raise ValueError(
+                f"seed {key[1]} of {group_label(group)} is in both {source[key]} and {path}"
+                + ("" if by_setting else "; group by setting as well if they are different runs")
+            )
+        if row.get("kind", "train") == "train":
+            episodes[key].append(row)
+        elif row["kind"] == "eval":
+            evaluations[key].append(float(row["return"]))
+
+
+def _training_values(
+    rows: list[dict[str, str]], steps: list[int], full_length: int | None, window: int | None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """quantity -> value of one run's training episodes: its returns at the step counts, and its path diagnostics."""
+    values, diagnostics = {}, {}
+    if rows[0].get("length"):
+        lengths = np.array([int(float(row["length"])) for row in rows])
+    else:  # only the step count at each episode's end
+        lengths = np.diff([int(float(row["steps"])) for row in rows], prepend=0)
+    ends, returns = np.cumsum(lengths), np.array([float(row["return"]) for row in rows])
+    full = _full_length(rows, lengths, full_length)
+    for at in steps:
+        values[f"last episode at {at:,}"] = float(value_at(ends, returns, np.array([at]))[0])
+        values[f"running max at {at:,}"] = float(value_at(ends, returns, np.array([at]), running_max=True, full=full)[0])
+        if window is not None:
+            values[f"mean of the last {window} episodes at {at:,}"] = window_mean(ends, returns, at, window)
+    for name in DIAGNOSTICS[:2]:
+        scored = [_float(row.get(name)) for row in rows]
+        if not all(math.isnan(value) for value in scored):
+            diagnostics[f"{name} (median over episodes)"] = float(np.nanmedian(scored))
+    coverage = [_float(row.get("coverage")) for row in rows if row.get("coverage")]
+    if coverage:
+        diagnostics["coverage (end of training)"] = coverage[-1]
+    return values, diagnostics
+
+
+def _read_transfer_rows(
+    reader: csv.DictReader, path: str, transferred: dict[str, dict[tuple[str, int], list[float]]], by_setting: bool
+) -> None:
+    """The episodes of a ``transfer --csv`` file, by evaluation environment, then (algorithm, seed)."""
+    if by_setting:
+        raise ValueError(f"{path} is a transfer file (one setting per environment): tabulate it without --by-setting")
+    models: dict[tuple[str, str, int], str] = {}
+    for row in reader:
+        key = (row["algo"], int(row["seed"]))
+        if models.setdefault((row["env"], *key), row["model"]) != row["model"]:
+            raise ValueError(
+                f"{path} holds two models for {group_label(key[0])} seed {key[1]} on {row['env']}: "
+                f"{models[(row['env'], *key)]} and {row['model']}"
+            )
+        transferred[row["env"]][key].append(float(row["return"]))
 
 
 def _mean_std(values: list[float]) -> str:
@@ -330,9 +380,13 @@ def export_main(argv: list[str] | None = None, prog: str | None = None) -> int:
 def tabulate_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog, description="Per-seed tables and tests from per-episode CSV files.")
     parser.add_argument(
-        "csv", nargs="+", help="CSVs written by `export` (or with columns method, seed, return, length, kind), read as one"
+        "csv",
+        nargs="+",
+        help="CSVs written by `export` or `transfer --csv` (or with columns method, seed, return, length, kind), read as one",
     )
-    parser.add_argument("--steps", type=int, nargs="+", required=True, help="step counts of the training returns")
+    parser.add_argument(
+        "--steps", type=int, nargs="+", default=[], help="step counts of the training returns (none for transfer files)"
+    )
     parser.add_argument(
         "--full-length",
         type=int,

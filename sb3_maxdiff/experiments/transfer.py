@@ -6,7 +6,8 @@ spaces (the paper's light <-> heavy swimmer experiment, Fig. 4).
         --env sb3_maxdiff/Swimmer-light-v0 --episodes 10 --csv transfer.csv
 
 ``--csv`` appends one row per episode (model, algo, env, seed, episode, return), so that the models of several
-seeds evaluated one command at a time end in one file.
+seeds evaluated one command at a time end in one file; ``tabulate`` reads it (each seed's mean per environment, and
+the tests between algorithms).
 """
 
 import argparse
