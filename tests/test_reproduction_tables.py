@@ -501,3 +501,30 @@ def test_light_tail_window_means_are_those_of_the_csv_and_of_the_published_curve
                 assert_mean_std_shown_as(per_seed, cell, f"{label} at {at}")
             else:
                 assert_shown_as(curve[("light", method)][at], cell, f"{label} at {at}")
+
+
+def test_transfer_tables_are_those_of_their_csvs():
+    """Each seed's mean on the tail it trained on (its final evaluation) and on the other, and the test between methods."""
+    trained = per_seed_values(str(REPRODUCTION / "swimmer_light_50k.csv"), [])[EVALUATION]
+    transfer_csv = "swimmer_transfer_light_to_heavy_50k.csv"
+    transferred = per_seed_values(str(REPRODUCTION / transfer_csv), [])[
+        "evaluation on sb3_maxdiff/Swimmer-heavy-v0 (mean per seed)"
+    ]
+    header, rows = table_after("| transfer, light to heavy: seed |")
+    columns = [
+        (trained if tail == "light" else transferred, METHODS[name]) for name, tail in (c.split(", ") for c in header[1:])
+    ]
+    assert len(rows) == 6
+    for seed, *cells in rows:
+        for (values, method), cell in zip(columns, cells, strict=True):
+            if seed.isdigit():
+                assert_shown_as(values[method][int(seed)], cell, f"{method} seed {seed}")
+            else:
+                assert_mean_std_shown_as(list(values[method].values()), cell, f"{method} mean")
+    _, rows = table_after("| MaxDiff against, light to heavy |")
+    ((other, cell, _),) = rows
+    rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", cell).groups()
+    x, y = (list(transferred[method].values()) for method in ("maxdiff", METHODS[other]))
+    assert len(x) == len(y) == 5
+    assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"{transfer_csv}: Mann-Whitney")
+    assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"{transfer_csv}: Welch")
