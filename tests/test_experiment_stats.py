@@ -1,5 +1,6 @@
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -320,5 +321,5 @@ def test_tabulate_reads_the_files_of_transfer_by_environment(tmp_path, capsys):
     assert tabulate_main([path]) == 0
     assert "| 1 | 40 | nan |" in capsys.readouterr().out
     append_transfer_csv(path, "another.zip", "nnmppi", "Light-v0", 0, TransferResult(0.0, 0.0, [1.0]))
-    with pytest.raises(ValueError, match="two models for NN-MPPI seed 0 on Light-v0: nnmppi_0.zip and another.zip"):
+    with pytest.raises(ValueError, match=re.escape("two models for NN-MPPI seed 0 on Light-v0: nnmppi_0.zip and another.zip")):
         per_seed_values(path, [])

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch as th
 
-from sb3_maxdiff.experiments.episodes import DIAGNOSTICS, per_seed_values
+from sb3_maxdiff.experiments.episodes import DIAGNOSTICS, SETTING_SEPARATOR, per_seed_values
 from sb3_maxdiff.experiments.stats import mann_whitney_pvalue, welch_ttest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -528,3 +528,26 @@ def test_transfer_tables_are_those_of_their_csvs():
     assert len(x) == len(y) == 5
     assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"{transfer_csv}: Mann-Whitney")
     assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"{transfer_csv}: Welch")
+
+
+def test_look_back_tables_are_those_of_the_csv():
+    """Per seed and mean +/- std of each number of observations looked back, and the test between the two."""
+    csv_name = "look_back_point_mass_10k.csv"
+    values = per_seed_values(str(REPRODUCTION / csv_name), [10_000], by_setting=True)
+    quantities = ["last episode at 10,000", "running max at 10,000", *SWIMMER_COLUMNS[4:]]
+    _, rows = table_after("| looked back | seed |")
+    assert len(rows) == 12
+    for history, seed, *cells in rows:
+        group = f"maxdiff{SETTING_SEPARATOR}history={history.removesuffix(', mean +/- std')}"
+        for quantity, cell in zip(quantities, cells, strict=True):
+            if seed.isdigit():
+                assert_shown_as(values[quantity][group][int(seed)], cell, f"{csv_name}: {group} seed {seed} {quantity}")
+            else:
+                assert_mean_std_shown_as(list(values[quantity][group].values()), cell, f"{csv_name}: {group} {quantity}")
+    _, ((_, *cells, _),) = table_after("| history=30 against history=0 |")
+    for quantity, cell in zip(["last episode at 10,000", EVALUATION], cells, strict=True):
+        rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", cell).groups()
+        x, y = (list(values[quantity][f"maxdiff{SETTING_SEPARATOR}history={h}"].values()) for h in (30, 0))
+        assert len(x) == len(y) == 5
+        assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"{csv_name}: {quantity}")
+        assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"{csv_name}: {quantity} (Welch)")
