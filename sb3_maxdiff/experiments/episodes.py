@@ -33,7 +33,7 @@ import numpy as np
 
 from sb3_maxdiff.experiments.algos import get_algo
 from sb3_maxdiff.experiments.presets import METHOD_LABELS
-from sb3_maxdiff.experiments.results import Run, episode_length, load_runs, select_runs, value_at
+from sb3_maxdiff.experiments.results import Run, episode_length, load_runs, select_runs, value_at, window_mean
 from sb3_maxdiff.experiments.specs import ERGODICITY_FILE, MODEL_FILE, RESULT_FILE, read_windows
 from sb3_maxdiff.experiments.stats import compare_seeds, format_pvalue, summarize
 from sb3_maxdiff.experiments.transfer import CSV_FIELDS as TRANSFER_FIELDS
@@ -186,12 +186,6 @@ def _full_length(rows: list[dict[str, str]], lengths: np.ndarray, full_length: i
     if full_length is None and all(row.get("full_length") not in (None, "") for row in rows):
         return np.array([bool(int(row["full_length"])) for row in rows])
     return lengths >= (DEFAULT_FULL_LENGTH if full_length is None else full_length)
-
-
-def window_mean(ends: np.ndarray, returns: np.ndarray, at: int, window: int) -> float:
-    """The mean return of the last ``window`` episodes finished by step ``at`` (fewer if fewer have; NaN if none)."""
-    finished = int(np.searchsorted(ends, at, side="right"))
-    return float(np.mean(returns[max(0, finished - window) : finished])) if finished else math.nan
 
 
 def per_seed_values(

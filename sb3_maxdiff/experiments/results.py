@@ -5,6 +5,7 @@ and ``export`` read runs through this module alone.
 """
 
 import json
+import math
 import os
 from collections import defaultdict
 from typing import Any, NamedTuple
@@ -102,6 +103,12 @@ def value_at(
         values[np.isneginf(values)] = np.nan
     index = np.searchsorted(steps, at, side="right") - 1
     return np.where(index >= 0, values[np.clip(index, 0, None)] if len(values) else np.nan, np.nan)
+
+
+def window_mean(ends: np.ndarray, returns: np.ndarray, at: int, window: int) -> float:
+    """The mean return of the last ``window`` episodes finished by step ``at`` (fewer if fewer have; NaN if none)."""
+    finished = int(np.searchsorted(ends, at, side="right"))
+    return float(np.mean(returns[max(0, finished - window) : finished])) if finished else math.nan
 
 
 def run_value_at(run: Run, at: np.ndarray, running_max: bool = False) -> np.ndarray:
