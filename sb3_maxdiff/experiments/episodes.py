@@ -275,10 +275,12 @@ def _training_values(
     else:  # only the step count at each episode's end
         lengths = np.diff([int(float(row["steps"])) for row in rows], prepend=0)
     ends, returns = np.cumsum(lengths), np.array([float(row["return"]) for row in rows])
-    full = _full_length(rows, lengths, full_length)
-    for at in steps:
-        values[f"last episode at {at:,}"] = float(value_at(ends, returns, np.array([at]))[0])
-        values[f"running max at {at:,}"] = float(value_at(ends, returns, np.array([at]), running_max=True, full=full)[0])
+    at_steps = np.array(steps, dtype=int)
+    last = value_at(ends, returns, at_steps)
+    running = value_at(ends, returns, at_steps, running_max=True, full=_full_length(rows, lengths, full_length))
+    for index, at in enumerate(steps):
+        values[f"last episode at {at:,}"] = float(last[index])
+        values[f"running max at {at:,}"] = float(running[index])
         if window is not None:
             values[f"mean of the last {window} episodes at {at:,}"] = window_mean(ends, returns, at, window)
     for name in DIAGNOSTICS[:2]:
