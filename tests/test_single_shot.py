@@ -4,7 +4,7 @@ import gymnasium as gym
 import pytest
 
 import sb3_maxdiff  # noqa: F401
-from sb3_maxdiff.envs import ANT, SWIMMER_HEAVY
+from sb3_maxdiff.envs import ANT, SWIMMER_HEAVY, point_mass_id
 from sb3_maxdiff.experiments import get_algo, learn_single_shot, make_single_shot_env
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
 
@@ -78,3 +78,94 @@ def test_commands_refuse_bad_numbers(command, option, value, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         experiments_main([command, *required, option, value])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def _single_shot_spec(method: str, checkpoint_every: int = 0):
+    from sb3_maxdiff.experiments.specs import RunSpec, build_specs
+
+    (spec,) = build_specs("single-shot", "smoke", [0], settings=["swimmer"], methods=[method])
+    return RunSpec(**{**spec.to_json(), "checkpoint_every": checkpoint_every, "eval_env_ids": ()})
+
+
+def _same_run(stopped_dir, whole_dir, stopped, whole):
+    """The resumed run gave what the uninterrupted one gave: every window, the distance, every parameter."""
+    import torch as th
+
+    assert (stopped_dir / "windows.csv").read_text() == (whole_dir / "windows.csv").read_text()
+    assert stopped["window_returns"] == whole["window_returns"] and stopped["final_distance"] == whole["final_distance"]
+    algo = get_algo(whole["spec"]["method"])
+    resumed, uninterrupted = (algo.load(path / "model.zip").policy.state_dict() for path in (stopped_dir, whole_dir))
+    assert all(th.equal(resumed[name], uninterrupted[name]) for name in uninterrupted)
+    assert not list(stopped_dir.glob("checkpoint*"))
+
+
+@pytest.mark.parametrize("method", ["maxdiff", "nnmppi", "sac"])
+def test_single_shot_run_stopped_by_its_time_limit_carries_on_exactly(tmp_path, monkeypatch, method):
+    import json
+
+    from sb3_maxdiff.experiments.execution import execute_run
+    from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
+
+    spec = _single_shot_spec(method)
+    whole = execute_run(spec, str(tmp_path / "whole"))
+    calls = []
+
+    def no_time_left_at_step_170(self):
+        calls.append(1)
+        return float("inf") if len(calls) == 170 else 0.0
+
+    monkeypatch.setattr(Deadline, "reserve", no_time_left_at_step_170)
+    with pytest.raises(TimeLimitReached, match="stopped before the time limit at 170 of 300 steps"):
+        execute_run(spec, str(tmp_path / "stopped"), options=ExecutionOptions(deadline=1e12))
+    run_dir = tmp_path / "stopped" / spec.relpath
+    assert json.loads((run_dir / "checkpoint.json").read_text())["agent_timesteps"] == 170
+    assert len((run_dir / "windows.csv").read_text().splitlines()) == 1 + 1  # window 2 (to step 200) not finished
+    monkeypatch.undo()
+
+    stopped = execute_run(spec, str(tmp_path / "stopped"))
+    assert stopped["resumed_from_steps"] == 170
+    assert json.loads((run_dir / "resumes.json").read_text()) == [
+        {"episodes": 0, "agent_timesteps": 170, "exact": True, "device": "cpu"}
+    ]
+    _same_run(run_dir, tmp_path / "whole" / spec.relpath, stopped, whole)
+
+
+def test_killed_single_shot_run_carries_on_from_its_last_checkpoint(tmp_path, monkeypatch):
+    from test_experiment_runner import Killed, kill_after_progress_calls
+
+    from sb3_maxdiff.experiments.execution import execute_run
+
+    spec = _single_shot_spec("maxdiff", checkpoint_every=100)
+    whole = execute_run(spec, str(tmp_path / "whole"))
+    kill_after_progress_calls(monkeypatch, 250)
+    with pytest.raises(Killed):
+        execute_run(spec, str(tmp_path / "killed"))
+    run_dir = tmp_path / "killed" / spec.relpath
+    assert sorted(path.name for path in run_dir.glob("checkpoint_*")) == [
+        f"checkpoint_200{suffix}" for suffix in (".zip", "_random_state.pkl", "_replay_buffer.pkl", "_run_state.pkl")
+    ]
+    monkeypatch.undo()
+    killed = execute_run(spec, str(tmp_path / "killed"))
+    assert killed["resumed_from_steps"] == 200
+    _same_run(run_dir, tmp_path / "whole" / spec.relpath, killed, whole)
+
+
+@pytest.mark.parametrize("env_id", [SWIMMER_HEAVY, ANT, point_mass_id("0.1")])
+def test_an_environment_put_back_mid_episode_steps_as_the_original(env_id):
+    import numpy as np
+
+    from sb3_maxdiff.experiments.checkpoints import environment_state, restore_environment_state
+
+    actions = np.random.default_rng(0).uniform(-1.0, 1.0, size=(40, *gym.make(env_id).action_space.shape))
+    original = make_single_shot_env(env_id)
+    original.reset(seed=3)
+    for action in actions[:20]:
+        original.step(action)
+    state = environment_state(original)
+    copy = make_single_shot_env(env_id)
+    copy.reset(seed=4)
+    restore_environment_state(copy, state)
+    for action in actions[20:]:
+        expected, got = original.step(action), copy.step(action)
+        assert np.array_equal(expected[0], got[0]) and expected[1:4] == got[1:4]
+    assert original.unwrapped.np_random.random() == copy.unwrapped.np_random.random()

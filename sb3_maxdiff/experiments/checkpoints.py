@@ -1,6 +1,7 @@
 """
 Checkpoints of a training group: the model, its replay buffer and every random stream, written between two steps,
-and the notes a resumed run keeps (its monitor cut back to the checkpoint, ``resumes.json``).
+and the notes a resumed run keeps (its monitor cut back to the checkpoint, ``resumes.json``). A single-shot run,
+whose one episode never ends, also keeps its environment where it was (:func:`episode_state`).
 """
 
 import copy
@@ -12,6 +13,7 @@ import random
 from typing import Any
 
 import gymnasium as gym
+import mujoco
 import numpy as np
 import torch as th
 
@@ -43,12 +45,7 @@ def restore_random_state(model: Any, state: dict[str, Any]) -> bool:
     """
     if any(env_state is None for env_state in state["envs"]):
         return False
-    th.set_rng_state(state["torch"])
-    if state["cuda"] is not None and th.cuda.is_available():
-        th.cuda.set_rng_state_all(state["cuda"])
-    np.random.set_state(state["numpy"])
-    random.setstate(state["python"])
-    model.action_space.np_random.bit_generator.state = state["action_space"]
+    _restore_streams(model, state)
     vec_env = model.get_env()
     vec_env._reset_seeds()  # SB3's load seeded the next reset (set_random_seed): the restored generators draw it
     for env, env_state in zip(vec_env.envs, state["envs"]):
@@ -58,18 +55,103 @@ def restore_random_state(model: Any, state: dict[str, Any]) -> bool:
     return True
 
 
-def save_checkpoint(directory: str, model: Any, episodes: list[int], visited: list[list], ended: list[bool]) -> None:
+def _restore_streams(model: Any, state: dict[str, Any]) -> None:
+    """Put back the global random streams and the action space's of :func:`random_state`."""
+    th.set_rng_state(state["torch"])
+    if state["cuda"] is not None and th.cuda.is_available():
+        th.cuda.set_rng_state_all(state["cuda"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    model.action_space.np_random.bit_generator.state = state["action_space"]
+
+
+def environment_state(env: gym.Env) -> dict[str, Any]:
+    """
+    An environment as it is between two steps: its random generator, and a copy of MuJoCo's whole ``MjData`` for a
+    MuJoCo environment (not only the integration state: a step's reward also reads positions MuJoCo derived during
+    the previous step), a copy of its attributes for an environment written in Python.
+    """
+    unwrapped = env.unwrapped
+    state: dict[str, Any] = {"np_random": copy.deepcopy(unwrapped.np_random.bit_generator.state)}
+    data = getattr(unwrapped, "data", None)
+    if isinstance(data, mujoco.MjData):
+        state["mujoco"] = copy.deepcopy(data)
+    else:
+        state["attributes"] = copy.deepcopy({key: value for key, value in vars(unwrapped).items() if key != "_np_random"})
+    return state
+
+
+def restore_environment_state(env: gym.Env, state: dict[str, Any]) -> None:
+    """Put ``env`` (reset since it was made) back as :func:`environment_state` found it."""
+    unwrapped = env.unwrapped
+    if "mujoco" in state:
+        mujoco.mj_copyData(unwrapped.data, unwrapped.model, state["mujoco"])
+    else:
+        vars(unwrapped).update(copy.deepcopy(state["attributes"]))
+    generator, _ = gym.utils.seeding.np_random()
+    generator.bit_generator.state = state["np_random"]
+    unwrapped.np_random = generator
+
+
+def episode_state(model: Any) -> dict[str, Any]:
+    """
+    What a model on one environment needs, besides its saved parameters and :func:`random_state`, to carry on in the
+    middle of an episode: the environment (:func:`environment_state`), the last observation, and the planner's warm
+    start and visited states (NN-MPPI, MaxDiff).
+    """
+    nominal, visited = getattr(model, "_train_nominal", None), getattr(model, "_train_visited", None)
+    return {
+        "environment": environment_state(model.get_env().envs[0]),
+        "last_obs": copy.deepcopy(model._last_obs),
+        "last_original_obs": copy.deepcopy(model._last_original_obs),
+        "last_episode_starts": copy.deepcopy(model._last_episode_starts),
+        "nominal": None if nominal is None else nominal.detach().cpu().clone(),
+        "visited": None if visited is None else copy.deepcopy(visited),
+    }
+
+
+def continue_episode(model: Any, streams: dict[str, Any], state: dict[str, Any]) -> None:
+    """
+    Put a model loaded from a checkpoint (on a new environment) back in the middle of its episode, as
+    :func:`episode_state` and :func:`random_state` found it: ``learn(..., reset_num_timesteps=False)`` then takes the
+    next step as the stopped run would have.
+    """
+    vec_env = model.get_env()
+    vec_env.reset()  # a new environment steps only once reset: the reset is then overwritten
+    restore_environment_state(vec_env.envs[0], state["environment"])
+    model._last_obs, model._last_original_obs = state["last_obs"], state["last_original_obs"]
+    model._last_episode_starts = state["last_episode_starts"]
+    if state["nominal"] is not None:
+        model._train_nominal = state["nominal"].to(model.device)
+    if state["visited"] is not None:
+        model._train_visited = state["visited"]
+    _restore_streams(model, streams)
+
+
+def save_checkpoint(
+    directory: str,
+    model: Any,
+    episodes: list[int],
+    visited: list[list],
+    ended: list[bool],
+    run_state: dict[str, Any] | None = None,
+) -> None:
     """
     Model, replay buffer and random streams at ``model.num_timesteps`` (taken between two steps: the last step's
     transition stored, its updates made), then the pointer to them, then old ones deleted.
 
     :param ended: for each environment, whether its episode ended at the last step
+    :param run_state: what else the run needs to carry on (a single-shot run: :func:`episode_state` and its
+        window bookkeeping), written beside them as ``checkpoint_<steps>_run_state.pkl``
     """
     steps = model.num_timesteps
     model.save(os.path.join(directory, f"checkpoint_{steps}.zip"))
     model.save_replay_buffer(os.path.join(directory, f"checkpoint_{steps}_replay_buffer.pkl"))
     with open(os.path.join(directory, f"checkpoint_{steps}_random_state.pkl"), "wb") as file:
         pickle.dump(random_state(model, ended), file)
+    if run_state is not None:
+        with open(os.path.join(directory, f"checkpoint_{steps}_run_state.pkl"), "wb") as file:
+            pickle.dump(run_state, file)
     pointer = {"timesteps": steps, "agent_timesteps": steps // len(episodes), "episodes": episodes, "visited_cells": visited}
     write_json(os.path.join(directory, CHECKPOINT_FILE), pointer)
     remove_checkpoints(directory, keep=steps)

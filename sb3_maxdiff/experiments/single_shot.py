@@ -34,6 +34,8 @@ class WindowReturnLogger(BaseCallback):
     episode ever ends) and, optionally, to a CSV file. x is ``info["x_position"]`` where the environment
     reports it (MuJoCo tasks), else the first observation entry (the point mass).
 
+    A run stopped between two steps carries on with :meth:`state` and :meth:`restore`.
+
     :param window: window length in environment steps (1000 in the paper)
     :param csv_path: CSV file to write (None: logger only)
     :param verbose: 1 prints each window
@@ -49,14 +51,42 @@ class WindowReturnLogger(BaseCallback):
         self.x_start = self.x_now = 0.0
         self._accumulated = 0.0
         self._steps_in_window = 0
+        self.resumed = False
 
     @property
     def x_distance(self) -> float:
         return self.x_now - self.x_start
 
+    def state(self) -> dict[str, Any]:
+        """The bookkeeping between two steps: finished windows, where x started and is now, the open window."""
+        return {
+            "window_returns": list(self.window_returns),
+            "x_start": self.x_start,
+            "x_now": self.x_now,
+            "accumulated": self._accumulated,
+            "steps_in_window": self._steps_in_window,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """
+        Carry on from :meth:`state` (a resumed run): training then starts with the step after it, and the CSV file
+        keeps its header and the rows of the windows finished by then (those written after it are dropped).
+        """
+        self.window_returns = list(state["window_returns"])
+        self.x_start, self.x_now = state["x_start"], state["x_now"]
+        self._accumulated, self._steps_in_window = state["accumulated"], state["steps_in_window"]
+        self.resumed = True
+
     def _on_training_start(self) -> None:
         if self.training_env.num_envs != 1:
             raise ValueError(f"single-shot learning uses one environment, got n_envs={self.training_env.num_envs}")
+        if self.resumed:
+            if self.csv_path is not None:
+                with open(self.csv_path) as file:
+                    kept = file.readlines()[: 1 + len(self.window_returns)]
+                with open(self.csv_path, "w") as file:
+                    file.writelines(kept)
+            return
         self.x_start = self.x_now = float(np.asarray(self.model._last_obs).reshape(-1)[0])  # type: ignore[arg-type]
         if self.csv_path is not None:
             os.makedirs(os.path.dirname(os.path.abspath(self.csv_path)), exist_ok=True)
@@ -109,14 +139,21 @@ def learn_single_shot(
     csv_path: str | None = None,
     callback: MaybeCallback = None,
     progress_bar: bool = False,
+    logger: WindowReturnLogger | None = None,
 ) -> SingleShotResult:
     """
     Train ``model`` (built on a :func:`make_single_shot_env` environment) in one episode, logging the
     return of each ``window`` steps and the x distance travelled.
+
+    :param logger: the bookkeeping to use instead of a new one with ``window`` and ``csv_path``; a restored one
+        (:meth:`WindowReturnLogger.restore`) carries on a resumed run, whose model keeps its step count and its
+        environment where it was: ``total_timesteps`` more steps are then taken
     """
-    logger = WindowReturnLogger(window, csv_path)
+    logger = WindowReturnLogger(window, csv_path) if logger is None else logger
     callbacks = [logger] if callback is None else [logger, *(callback if isinstance(callback, list) else [callback])]
-    model.learn(total_timesteps, callback=CallbackList(callbacks), progress_bar=progress_bar)
+    model.learn(
+        total_timesteps, callback=CallbackList(callbacks), progress_bar=progress_bar, reset_num_timesteps=not logger.resumed
+    )
     model.logger.record("single_shot/final_x_distance", logger.x_distance)
     model.logger.dump(model.num_timesteps)
     return SingleShotResult(logger.window_returns, logger.x_distance)

@@ -121,7 +121,7 @@ def build_specs(
             eval_episodes=budget.eval_episodes,
             window=budget.window,
             max_episode_steps=budget.max_episode_steps,
-            checkpoint_every=0 if cell.single_shot else budget.checkpoint_every,
+            checkpoint_every=budget.checkpoint_every,
             device=device,
         )
         for seed in seeds

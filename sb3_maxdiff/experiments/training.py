@@ -8,7 +8,8 @@ A multi-shot group keeps a checkpoint (:mod:`~sb3_maxdiff.experiments.checkpoint
 episode) every ``checkpoint_every`` steps of each agent, in the run's folder or in the batch's (see
 :func:`~sb3_maxdiff.experiments.batching.batch_dir`), and continues from the latest one when it is run again.
 In a batch the agents share the torch random stream, so seed i of a batch is a different draw from seed i run
-alone, with the same distribution; environment i is seeded with seed i.
+alone, with the same distribution; environment i is seeded with seed i. A single-shot run, whose episode never
+ends, keeps its checkpoints at any step, with its environment as it was, and carries on exactly from them.
 """
 
 import glob
@@ -23,6 +24,8 @@ from sb3_maxdiff.common.callbacks import ErgodicityLogger
 from sb3_maxdiff.experiments.algos import get_algo
 from sb3_maxdiff.experiments.batching import batch_algo, batch_dir, batch_kwargs, is_mixed
 from sb3_maxdiff.experiments.checkpoints import (
+    continue_episode,
+    episode_state,
     last_device_type,
     read_checkpoint,
     record_resume,
@@ -33,7 +36,7 @@ from sb3_maxdiff.experiments.checkpoints import (
 )
 from sb3_maxdiff.experiments.environments import make_env, training_env
 from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
-from sb3_maxdiff.experiments.single_shot import learn_single_shot
+from sb3_maxdiff.experiments.single_shot import WindowReturnLogger, learn_single_shot
 from sb3_maxdiff.experiments.specs import (
     BATCH_FILE,
     CHECKPOINT_FILE,
@@ -98,6 +101,9 @@ class _GroupHook(BaseCallback):
     before the time limit: at an episode end where it can, at any step where it must). A checkpoint asked for at a
     step is written at the start of the next one, once SB3 has stored the step's transition and made its updates;
     a stop then ends training at that next step, which is not kept.
+
+    :param single_shot: the window bookkeeping of a single-shot run: its checkpoints are taken at any step (the
+        episode never ends) and keep the environment and the bookkeeping as well
     """
 
     def __init__(
@@ -108,11 +114,13 @@ class _GroupHook(BaseCallback):
         episodes: list[int],
         ergodicity: list,
         deadline: Deadline | None = None,
+        single_shot: WindowReturnLogger | None = None,
     ):
         super().__init__()
         self.directory, self.every, self.progress = directory, every, progress
         self.episodes, self.ergodicity = episodes, ergodicity
         self.deadline = deadline or Deadline(None)
+        self.single_shot = single_shot
         self.last_checkpoint = 0
         self.stopped = False
         self.pending: str | None = None  # "checkpoint" or "stop", asked for at the last step
@@ -145,14 +153,18 @@ class _GroupHook(BaseCallback):
             if ended or self.deadline.left() < self.deadline.reserve():
                 self.pending = "stop"
                 return True
-        if self.every and dones.any() and self.agent_steps - self.last_checkpoint >= self.every:
+        at_an_end = dones.any() or self.single_shot is not None
+        if self.every and at_an_end and self.agent_steps - self.last_checkpoint >= self.every:
             self.pending = "checkpoint"
         return True
 
     def _checkpoint(self) -> None:
         start = time.time()
         visited = [sorted(logger.visited) if logger is not None else [] for logger in self.ergodicity]
-        save_checkpoint(self.directory, self.model, list(self.episodes), visited, self.ended)
+        run_state = None
+        if self.single_shot is not None:
+            run_state = {"episode": episode_state(self.model), "windows": self.single_shot.state()}
+        save_checkpoint(self.directory, self.model, list(self.episodes), visited, self.ended, run_state)
         self.last_checkpoint = self.agent_steps
         self.deadline.save_seconds = max(self.deadline.save_seconds, time.time() - start)
 
@@ -208,13 +220,47 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
     return model, done, episodes, visited
 
 
+def _build_or_resume_single_shot(
+    spec: RunSpec, run_dir: str, windows: WindowReturnLogger, options: ExecutionOptions
+) -> tuple[Any, int]:
+    """
+    The model of a single-shot run: fresh, or its latest checkpoint with its replay buffer, random streams,
+    environment and window bookkeeping (``windows`` restored), which carries on exactly; its steps done.
+    """
+    if not os.path.exists(os.path.join(run_dir, CHECKPOINT_FILE)):
+        remove_checkpoints(run_dir)
+        if os.path.exists(os.path.join(run_dir, RESUMES_FILE)):
+            os.remove(os.path.join(run_dir, RESUMES_FILE))
+        return _new_model([spec], make_env(spec.env_id, spec), options), 0
+    algo = get_algo(spec.method)
+    done = read_checkpoint(run_dir, 1)["agent_timesteps"]
+    stem = os.path.join(run_dir, f"checkpoint_{done}")
+    model = algo.load(f"{stem}.zip", env=make_env(spec.env_id, spec), device=spec.device, **options.model_kwargs(algo))
+    model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
+    with open(f"{stem}_random_state.pkl", "rb") as file:
+        streams = pickle.load(file)
+    with open(f"{stem}_run_state.pkl", "rb") as file:
+        run_state = pickle.load(file)
+    continue_episode(model, streams, run_state["episode"])
+    windows.restore(run_state["windows"])
+    same_device = last_device_type(run_dir, done) == model.device.type
+    record_resume(run_dir, 0, done, exact=same_device, device=str(model.device))
+    return model, done
+
+
 def _train_single_shot(spec: RunSpec, run_dir: str, progress: Progress, options: ExecutionOptions) -> Trained:
     start = time.perf_counter()
-    model = _new_model([spec], make_env(spec.env_id, spec), options)
-    hook = _GroupHook(run_dir, 0, progress, [0], [None])
-    single = learn_single_shot(model, spec.steps, spec.window, os.path.join(run_dir, WINDOWS_FILE), [hook])
+    windows = WindowReturnLogger(spec.window, os.path.join(run_dir, WINDOWS_FILE))
+    model, done = _build_or_resume_single_shot(spec, run_dir, windows, options)
+    hook = _GroupHook(run_dir, spec.checkpoint_every, progress, [0], [None], Deadline(options.deadline), windows)
+    single = learn_single_shot(model, spec.steps - done, callback=[hook], logger=windows)
+    if hook.stopped:
+        raise TimeLimitReached(
+            f"stopped before the time limit at {hook.last_checkpoint} of {spec.steps} steps, checkpoint in {run_dir}"
+        )
     model.save(os.path.join(run_dir, MODEL_FILE))
-    info = {"resumed_from_steps": 0, "window_returns": single.window_returns, "final_distance": single.final_distance}
+    remove_checkpoints(run_dir)
+    info = {"resumed_from_steps": done, "window_returns": single.window_returns, "final_distance": single.final_distance}
     return Trained({**info, "train_seconds": time.perf_counter() - start}, model)
 
 
