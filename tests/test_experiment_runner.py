@@ -220,6 +220,31 @@ def test_single_shot_smoke_and_report(tmp_path):
     assert "| swimmer | MaxDiff | 2 |" in report and "terminal window return" in report
     assert (tmp_path / "single-shot" / "smoke" / "single_shot_final.png").exists()
 
+    from sb3_maxdiff.experiments.episodes import per_seed_values
+
+    windows = str(tmp_path / "windows.csv")
+    assert experiments_main(["export", out, "--out", windows]) == 0
+    with open(windows) as file:
+        assert len(list(csv.DictReader(file))) == 6 * 3
+    values = per_seed_values(windows, [300])
+    for run in runs:
+        method, seed = run.spec.method, run.spec.seed
+        assert values["x distance at 300"][method][seed] == run.result["final_distance"]
+        assert values["window return at 300"][method][seed] == run.result["window_returns"][-1]
+    assert experiments_main(["tabulate", windows, "--steps", "200", "300"]) == 0
+
+
+def test_export_takes_single_shot_and_multi_shot_runs_one_kind_at_a_time(tmp_path, capsys):
+    out, windows = str(tmp_path), str(tmp_path / "windows.csv")
+    args = ["--budget", "smoke", "--seeds", "1", "--methods", "nnmppi", "--out", out]
+    settings = ["ant multi-shot", "ant single-shot"]
+    assert experiments_main(["run", "ant-halfcheetah", "--settings", *settings, *args]) == 0
+    with pytest.raises(SystemExit):
+        experiments_main(["export", out, "--out", windows])
+    assert "single-shot settings ['ant single-shot'] and multi-shot settings ['ant multi-shot']" in capsys.readouterr().err
+    assert experiments_main(["export", out, "--out", windows, "--settings", "ant single-shot"]) == 0
+    assert "3 rows written" in capsys.readouterr().out
+
 
 @pytest.fixture
 def ray_head():

@@ -327,3 +327,25 @@ def test_tabulate_reads_the_files_of_transfer_by_environment(tmp_path, capsys):
     append_transfer_csv(path, "another.zip", "nnmppi", "Light-v0", 0, TransferResult(0.0, 0.0, [1.0]))
     with pytest.raises(ValueError, match=re.escape("two models for NN-MPPI seed 0 on Light-v0: nnmppi_0.zip and another.zip")):
         per_seed_values(path, [])
+
+
+def test_tabulate_reads_single_shot_windows_at_the_step_counts(tmp_path):
+    from sb3_maxdiff.experiments.episodes import WINDOW_COLUMNS, per_seed_values, tabulate
+
+    path = tmp_path / "windows.csv"
+    rows = [",".join(WINDOW_COLUMNS)]
+    rows += [
+        "swimmer,maxdiff,0,1,1000,5.0,2.0,1.5",
+        "swimmer,maxdiff,0,2,2000,7.5,4.0,3.5",
+        "swimmer,maxdiff,0,3,3000,9.0,6.5,6.0",
+    ]
+    rows += ["swimmer,maxdiff,1,1,1000,1.0,0.0,-0.5", "swimmer,maxdiff,1,2,2000,2.0,1.0,0.5"]
+    rows += ["swimmer,nnmppi,0,1,1000,0.5,0.7,0.2", "swimmer,nnmppi,0,2,2000,-1.0,0.2,-0.3"]
+    path.write_text("\n".join(rows) + "\n")
+    values = per_seed_values(str(path), [999, 2000, 2500, 3000])
+    assert values["window return at 2,000"] == {"maxdiff": {0: 7.5, 1: 2.0}, "nnmppi": {0: -1.0}}
+    assert values["x distance at 2,500"] == {"maxdiff": {0: 3.5, 1: 0.5}, "nnmppi": {0: -0.3}}  # the window ended by then
+    assert values["x distance at 3,000"]["maxdiff"] == {0: 6.0, 1: 0.5}
+    assert math.isnan(values["window return at 999"]["maxdiff"][0])  # no window has ended yet
+    text = "\n".join(tabulate(str(path), [3000]))
+    assert "### x distance at 3,000" in text and "| 1 | 0.5 | nan |" in text and "3.25 +/- 3.89 (n = 2)" in text

@@ -9,7 +9,9 @@ write-up can be recomputed from a file kept in the repository rather than from a
     python -m sb3_maxdiff.experiments export results --budget reduced-50000-steps --out episodes.csv --models kept/swimmer
 
 ``export`` writes one row per training episode (its return, length, the step count at its end and, where the run
-recorded them, its ergodicity diagnostics) and per evaluation episode. ``tabulate`` gives, per method, each
+recorded them, its ergodicity diagnostics) and per evaluation episode; for single-shot runs, one row per window
+(its return, the step count at its end, x and the distance travelled along x since the start), which ``tabulate``
+reads as the window return and distance at each step count. ``tabulate`` gives, per method, each
 seed's last training return and running maximum over full-length episodes at the given step counts, its final
 evaluation and diagnostics, then mean +/- std over seeds (ddof 1) and Welch's and the Mann-Whitney test between
 each pair of methods; several files are read as one, and ``--by-setting`` compares each method in each setting
@@ -34,7 +36,7 @@ import numpy as np
 from sb3_maxdiff.experiments.algos import get_algo
 from sb3_maxdiff.experiments.presets import METHOD_LABELS
 from sb3_maxdiff.experiments.results import Run, episode_length, load_runs, select_runs, value_at, window_mean
-from sb3_maxdiff.experiments.specs import ERGODICITY_FILE, MODEL_FILE, RESULT_FILE, read_windows
+from sb3_maxdiff.experiments.specs import ERGODICITY_FILE, MODEL_FILE, RESULT_FILE, WINDOWS_FILE, read_windows
 from sb3_maxdiff.experiments.stats import compare_seeds, format_pvalue, summarize
 from sb3_maxdiff.experiments.transfer import CSV_FIELDS as TRANSFER_FIELDS
 
@@ -44,6 +46,7 @@ SETTING_SEPARATOR = "@"
 # the episode length that counts for the running maximum in a file that does not mark its full-length episodes
 DEFAULT_FULL_LENGTH = 1000
 EPISODE_COLUMNS = ("setting", "method", "seed", "episode", "steps", "return", "length", "full_length", "kind", *DIAGNOSTICS)
+WINDOW_COLUMNS = ("setting", "method", "seed", "window", "steps", "window_return", "x_position", "x_distance")
 
 
 def _diagnostics_by_step(run_dir: str) -> dict[int, dict[str, str]]:
@@ -91,6 +94,22 @@ def run_episode_rows(root: str, run: Run) -> list[dict[str, Any]]:
     return rows
 
 
+def run_window_rows(root: str, run: Run) -> list[dict[str, Any]]:
+    """The CSV rows of one single-shot run: its windows as its ``windows.csv`` has them."""
+    spec = run.spec
+    return [
+        {
+            "setting": spec.setting,
+            "method": spec.method,
+            "seed": spec.seed,
+            "window": int(row["window"]),
+            "steps": int(row["timesteps"]),
+            **{name: float(row[name]) for name in ("window_return", "x_position", "x_distance")},
+        }
+        for row in read_windows(os.path.join(root, spec.relpath, WINDOWS_FILE))
+    ]
+
+
 def _keep(runs: list[Run], settings: list[str] | None, seeds: list[int] | None) -> list[Run]:
     """The runs of the given settings and seeds (all where None); an error names the ones there are."""
     for name, wanted, found in (
@@ -136,8 +155,8 @@ def export_episodes(
     models: str | None = None,
 ) -> int:
     """
-    Write the episodes of the multi-shot runs under ``root`` (one preset and budget; only the given settings and
-    seeds where these are given) to ``path``; returns the number of rows.
+    Write the episodes of the runs under ``root`` (one preset and budget; only the given settings and seeds where
+    these are given) to ``path``, or the windows of single-shot runs (one kind at a time); returns the number of rows.
 
     :param models: also keep the runs' final models under this prefix (see :func:`keep_final_models`)
     """
@@ -155,13 +174,20 @@ def export_episodes(
             f"export needs exactly one (preset, budget) under {root}, found {sorted(groups)}: pass --preset/--budget"
         )
     (runs,) = groups.values()
-    runs = sorted(
-        (run for run in _keep(runs, settings, seeds) if not run.spec.single_shot),
-        key=lambda run: (run.spec.setting, run.spec.method, run.spec.seed),
-    )
-    rows = [row for run in runs for row in run_episode_rows(root, run)]
+    runs = sorted(_keep(runs, settings, seeds), key=lambda run: (run.spec.setting, run.spec.method, run.spec.seed))
+    single_shot = sorted({run.spec.setting for run in runs if run.spec.single_shot})
+    if single_shot and len(single_shot) < len({run.spec.setting for run in runs}):
+        multi_shot = sorted({run.spec.setting for run in runs if not run.spec.single_shot})
+        raise ValueError(
+            f"the runs hold single-shot settings {single_shot} and multi-shot settings {multi_shot}, whose files differ "
+            f"(windows, episodes): export one kind at a time with --settings"
+        )
+    if single_shot:
+        rows, columns = [row for run in runs for row in run_window_rows(root, run)], WINDOW_COLUMNS
+    else:
+        rows, columns = [row for run in runs for row in run_episode_rows(root, run)], EPISODE_COLUMNS
     with open(path, "w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=EPISODE_COLUMNS, restval="")
+        writer = csv.DictWriter(file, fieldnames=columns, restval="")
         writer.writeheader()
         writer.writerows(rows)
     if models is not None:
@@ -204,19 +230,23 @@ def per_seed_values(
     found in two files is refused: the files would mix two runs. With ``window``, also the mean return of the last
     ``window`` training episodes finished by each step count (the paper's training curves read that way, over 5).
     A file that ``transfer --csv`` wrote gives, per environment it evaluated on, "evaluation on <env> (mean per
-    seed)" for each (algorithm, seed).
+    seed)" for each (algorithm, seed); a file of single-shot windows (``export`` of single-shot runs) gives the return
+    of the last window finished by each step count and the distance travelled along x by then.
     """
     if window is not None and window < 1:
         raise ValueError(f"window must be a positive number of episodes, got {window}")
     episodes: dict[tuple[str, int], list[dict[str, str]]] = defaultdict(list)
     evaluations: dict[tuple[str, int], list[float]] = defaultdict(list)
     transferred: dict[str, dict[tuple[str, int], list[float]]] = defaultdict(lambda: defaultdict(list))
+    windows: dict[tuple[str, int], list[dict[str, str]]] = defaultdict(list)
     source: dict[tuple[str, int], str] = {}
     for path in [paths] if isinstance(paths, str) else paths:
         with open(path) as file:
             reader = csv.DictReader(file)
             if tuple(reader.fieldnames or ()) == TRANSFER_FIELDS:
                 _read_transfer_rows(reader, path, transferred, by_setting)
+            elif tuple(reader.fieldnames or ()) == WINDOW_COLUMNS:
+                _read_rows(reader, path, by_setting, source, windows)
             else:
                 _read_episode_rows(reader, path, by_setting, source, episodes, evaluations)
     values: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
@@ -229,7 +259,20 @@ def per_seed_values(
     for env_id, by_key in transferred.items():
         for (method, seed), returns in by_key.items():
             values[f"evaluation on {env_id} (mean per seed)"][method][seed] = float(np.mean(returns))
+    for (method, seed), rows in windows.items():
+        for quantity, value in _window_values(rows, steps).items():
+            values[quantity][method][seed] = value
     return values
+
+
+def _window_values(rows: list[dict[str, str]], steps: list[int]) -> dict[str, float]:
+    """quantity -> value of one single-shot run's windows: the last window's return and the distance by each step."""
+    ends = np.array([int(row["steps"]) for row in rows])
+    at_steps = np.array(steps, dtype=int)
+    returns = value_at(ends, np.array([float(row["window_return"]) for row in rows]), at_steps)
+    distances = value_at(ends, np.array([float(row["x_distance"]) for row in rows]), at_steps)
+    values = {f"window return at {at:,}": float(value) for at, value in zip(steps, returns)}
+    return {**values, **{f"x distance at {at:,}": float(value) for at, value in zip(steps, distances)}}
 
 
 def _read_episode_rows(
@@ -246,10 +289,28 @@ def _read_episode_rows(
     if missing or not {"length", "steps"} & set(reader.fieldnames or []):
         raise ValueError(
             f"{path} lacks the column(s) {missing or ['length or steps']}: tabulate reads files with the columns "
-            f"method, seed, return, length or steps (and optionally kind, setting), as `export` writes them, or the "
-            f"files of `transfer --csv`; its columns are {reader.fieldnames}"
+            f"method, seed, return, length or steps (and optionally kind, setting), as `export` writes them, the "
+            f"single-shot windows `export` writes, or the files of `transfer --csv`; its columns are {reader.fieldnames}"
         )
-    for row in reader:
+    grouped: dict[tuple[str, int], list[dict[str, str]]] = defaultdict(list)
+    _read_rows(reader, path, by_setting, source, grouped)
+    for key, rows in grouped.items():
+        for row in rows:
+            if row.get("kind", "train") == "train":
+                episodes[key].append(row)
+            elif row["kind"] == "eval":
+                evaluations[key].append(float(row["return"]))
+
+
+def _read_rows(
+    rows: csv.DictReader,
+    path: str,
+    by_setting: bool,
+    source: dict[tuple[str, int], str],
+    into: dict[tuple[str, int], list[dict[str, str]]],
+) -> None:
+    """The rows of one file by (group, seed) into ``into``; ``source`` refuses a (group, seed) read from another file."""
+    for row in rows:
         if by_setting and not row.get("setting"):
             raise ValueError(f"{path} has no setting column: group its runs by method alone")
         group = f"{row['method']}{SETTING_SEPARATOR}{row['setting']}" if by_setting else row["method"]
@@ -259,10 +320,7 @@ def _read_episode_rows(
                 f"seed {key[1]} of {group_label(group)} is in both {source[key]} and {path}"
                 + ("" if by_setting else "; group by setting as well if they are different runs")
             )
-        if row.get("kind", "train") == "train":
-            episodes[key].append(row)
-        elif row["kind"] == "eval":
-            evaluations[key].append(float(row["return"]))
+        into[key].append(row)
 
 
 def _training_values(
@@ -369,7 +427,7 @@ def export_main(argv: list[str] | None = None, prog: str | None = None) -> int:
         count = export_episodes(args.results, args.out, args.budget, args.preset, args.settings, args.seeds, args.models)
     except ValueError as error:
         parser.error(str(error))
-    print(f"{count} episodes written to {args.out}" + (f"; final models kept as {args.models}_*.zip" if args.models else ""))
+    print(f"{count} rows written to {args.out}" + (f"; final models kept as {args.models}_*.zip" if args.models else ""))
     return 0
 
 
