@@ -75,6 +75,9 @@ def test_single_shot_preset_uses_the_authors_single_shot_settings():
     ant = cell_kwargs(cells[("ant", "maxdiff")], paper)
     assert ant["alpha"] == 15.0 and ant["gradient_steps"] == 5 and ant["n_samples"] == 1000
     assert "light tail" in PRESETS["single-shot"].notes and "max_frames" in PRESETS["single-shot"].notes
+    # single-shot runs keep checkpoints like the others, at any step since their one episode never ends
+    (spec,) = build_specs("single-shot", "reduced", [0], settings=["swimmer"], methods=["maxdiff"])
+    assert spec.single_shot and spec.checkpoint_every == get_budget("reduced").checkpoint_every == 5_000
 
 
 def test_presets_that_change_one_setting_keep_the_published_rest():
