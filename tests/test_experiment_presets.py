@@ -102,6 +102,24 @@ def test_swimmer_report_puts_ours_beside_the_published_curve_points():
     assert rows[2].endswith("| 15.0 +/- 7.1 | 15.0 +/- 7.1 | 15.0 +/- 7.1 | 122 |")  # 10 and 20, sample std
 
 
+def test_single_shot_report_puts_the_published_distance_beside_ours():
+    from sb3_maxdiff.experiments.report import single_shot_tables
+
+    specs = build_specs("single-shot", "reduced", [0, 1], settings=["swimmer"], steps=30_000)
+    windows = np.arange(1000, 30_001, 1000)
+
+    def result(spec):
+        return {"window_returns": [1.0] * 29 + [100.0 + spec.seed], "final_distance": 50.0 * (spec.seed + 1)}
+
+    runs = [Run(spec, windows, np.ones(len(windows)), result(spec)) for spec in specs if spec.method != "sac"]
+    rows = {line.split(" | ")[1]: line for line in single_shot_tables(PRESETS["single-shot"], runs) if "| swimmer |" in line}
+    # terminal windows 100 and 101, distances 50 and 100 (sample std); the authors' data at 30k: 222.1 and 40.9
+    assert rows["MaxDiff"] == "| swimmer | MaxDiff | 2 | 30,000 | 100.5 +/- 0.7 | 75.0 +/- 35.4 | 222.1 |"
+    assert rows["NN-MPPI"].endswith("| 40.9 |")
+    short = [Run(spec, windows[:5], np.ones(5), result(spec)) for spec in build_specs("single-shot", "smoke", [0])]
+    assert all(line.endswith("| n/a |") for line in single_shot_tables(PRESETS["single-shot"], short) if "| swimmer |" in line)
+
+
 def test_cells_say_what_the_runner_needs_of_their_environment():
     """A cell's step-count family and diagnostics grid are fields set from the table of the paper's environments."""
     from sb3_maxdiff.envs import point_mass_id

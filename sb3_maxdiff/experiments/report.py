@@ -115,14 +115,17 @@ def multi_shot_tables(preset: Preset | None, runs: list[Run]) -> list[str]:
 
 
 def single_shot_tables(preset: Preset | None, runs: list[Run]) -> list[str]:
-    """Markdown: terminal window return and final x distance per cell (n = seeds), and the tests."""
+    """
+    Markdown: terminal window return and final x distance per cell (n = seeds), beside the published distance at the
+    runs' step count where the preset has it, and the tests.
+    """
     settings, methods = _ordered(preset, runs)
     cells = _cells(runs)
     lines = [
         "## Single-shot: terminal window return and final distance along x",
         "",
-        "| setting | method | seeds | terminal window return | final x distance |",
-        "|---|---|---|---|---|",
+        "| setting | method | seeds | steps | terminal window return | final x distance | published x distance |",
+        "|---|---|---|---|---|---|---|",
     ]
     metrics: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
     for setting, method in itertools.product(settings, methods):
@@ -132,9 +135,12 @@ def single_shot_tables(preset: Preset | None, runs: list[Run]) -> list[str]:
         terminal = [run.result["window_returns"][-1] for run in cell_runs if run.result.get("window_returns")]
         distance = [run.result["final_distance"] for run in cell_runs]
         metrics[(setting, method)] = (terminal, distance)
+        steps = max(run.spec.steps for run in cell_runs)
+        published = preset.published_distance.get((setting, method), {}).get(steps) if preset is not None else None
         lines.append(
-            f"| {setting} | {METHOD_LABELS.get(method, method)} | {len(cell_runs)} | "
-            f"{_fmt(*summarize(terminal)[:2])} | {_fmt(*summarize(distance)[:2])} |"
+            f"| {setting} | {METHOD_LABELS.get(method, method)} | {len(cell_runs)} | {steps:,} | "
+            f"{_fmt(*summarize(terminal)[:2])} | {_fmt(*summarize(distance)[:2])} | "
+            f"{'n/a' if published is None else f'{published:.1f}'} |"
         )
     tests = []
     for setting in settings:
