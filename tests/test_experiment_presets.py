@@ -120,6 +120,16 @@ def test_single_shot_report_puts_the_published_distance_beside_ours():
     assert all(line.endswith("| n/a |") for line in single_shot_tables(PRESETS["single-shot"], short) if "| swimmer |" in line)
 
 
+def test_learning_curves_of_runs_shorter_than_a_window_are_drawn(tmp_path):
+    from sb3_maxdiff.experiments.report import plot_learning_curves
+
+    # 300 steps of 1,000-step windows: no window finished, nothing to draw but the axes
+    specs = build_specs("single-shot", "reduced", [0], settings=["swimmer"], methods=["maxdiff"], steps=300)
+    runs = [Run(spec, np.array([], dtype=int), np.array([]), {"window_returns": [], "final_distance": 0.3}) for spec in specs]
+    plot_learning_curves(PRESETS["single-shot"], runs, str(tmp_path / "curves.png"))
+    assert (tmp_path / "curves.png").stat().st_size > 1000
+
+
 def test_cells_say_what_the_runner_needs_of_their_environment():
     """A cell's step-count family and diagnostics grid are fields set from the table of the paper's environments."""
     from sb3_maxdiff.envs import point_mass_id

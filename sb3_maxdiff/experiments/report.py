@@ -339,7 +339,7 @@ def plot_learning_curves(preset: Preset | None, runs: list[Run], path: str, runn
             axis.fill_between(grid, mean - std, mean + std, color=line.get_color(), alpha=0.2)
             for seed_values in values:
                 axis.plot(grid, seed_values, color=line.get_color(), alpha=0.3, linewidth=0.6)
-            published = published_points(preset, setting, method, int(grid[-1]))
+            published = published_points(preset, setting, method, max(run.spec.steps for run in cell_runs))
             if published:
                 steps, means = zip(*published)
                 paper = f"{METHOD_LABELS.get(method, method)}, paper"
