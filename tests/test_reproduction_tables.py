@@ -23,6 +23,7 @@ METHODS = {
     "MaxDiff": "maxdiff",
     "MaxDiff, alpha 100": "maxdiff",
     "MaxDiff (auto alpha)": "maxdiff-auto",
+    "MaxDiff (bfloat16)": "maxdiff",
     "NN-MPPI": "nnmppi",
     "SAC": "sac",
     "SAC (paper's)": "sac",
@@ -81,6 +82,7 @@ def assert_mean_std_shown_as(per_seed: list[float], cell: str, where: str) -> No
         ("### Result: no detectable difference from either, at 5 seeds", "alpha_auto_heavy_50k.csv"),
         ("### Light tail, result", "swimmer_light_50k.csv"),
         ("### Result: no detectable difference from either, at 3 seeds", "alpha_auto_light_50k.csv"),
+        ("Per seed (bfloat16", "swimmer_bf16_50k.csv"),
     ],
 )
 def test_swimmer_per_seed_tables_are_those_of_their_csv(marker, csv_name):
