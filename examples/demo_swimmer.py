@@ -23,8 +23,10 @@ training, which also updates the model 5 times per step, about a minute per 1,00
 import argparse
 import csv
 import json
+import multiprocessing
 import os
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 if "DISPLAY" not in os.environ:  # headless: MuJoCo renders through EGL (before mujoco is imported)
@@ -48,9 +50,11 @@ from sb3_maxdiff.experiments.report import published_points
 from sb3_maxdiff.experiments.stats import mann_whitney_pvalue
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ALGOS = {"MaxDiff": MaxDiffMPPI, "NN-MPPI": NNMPPI}
+# the kept agents of each method, each run for one episode: (seed of its training run, model file)
 MODELS = {
-    "MaxDiff": (MaxDiffMPPI, os.path.join(HERE, "models", "swimmer_heavy_maxdiff_seed0.zip")),
-    "NN-MPPI": (NNMPPI, os.path.join(HERE, "models", "swimmer_heavy_nnmppi_seed0.zip")),
+    "MaxDiff": [(0, os.path.join(HERE, "models", "swimmer_heavy_maxdiff_seed0.zip"))],
+    "NN-MPPI": [(0, os.path.join(HERE, "models", "swimmer_heavy_nnmppi_seed0.zip"))],
 }
 CURVES_CSV = os.path.join(HERE, "..", "docs", "reproduction", "swimmer_heavy_50k.csv")
 CSV_METHODS = {"maxdiff": "MaxDiff", "nnmppi": "NN-MPPI"}
@@ -63,10 +67,10 @@ def make_env(render: bool) -> gym.Env:
     return gym.make(SWIMMER_HEAVY, **kwargs)
 
 
-def run_episode(name: str, steps: int, seed: int, frames_at: list[int], render: bool) -> dict[str, Any]:
+def run_episode(name: str, path: str, steps: int, seed: int, frames_at: list[int], render: bool) -> dict[str, Any]:
     """One episode of a kept agent (its planner seeded): return, tip path, frames (or body positions) at ``frames_at``."""
-    algo, path = MODELS[name]
-    model = algo.load(path, device="cpu")
+    th.set_num_threads(1)
+    model = ALGOS[name].load(path, device="cpu")
     env = make_env(render)
     obs, _ = env.reset(seed=seed)
     model.set_random_seed(seed)
@@ -75,8 +79,8 @@ def run_episode(name: str, steps: int, seed: int, frames_at: list[int], render: 
     def shot() -> np.ndarray:
         return env.render() if render else np.array([data.body(body).xpos[:2] for body in BODIES])
 
-    tip, total, shots, state = [obs[:2].copy()], 0.0, [shot()], None
-    for step in tqdm(range(1, steps + 1), desc=name, unit="step"):
+    tip, total, shots, state = [obs[:2].copy()], 0.0, [shot()] if frames_at else [], None
+    for step in tqdm(range(1, steps + 1), desc=f"{name} {os.path.basename(path)}", unit="step"):
         action, state = model.predict(obs, state=state, episode_start=np.array([step == 1]), deterministic=False)
         obs, reward, terminated, truncated, _ = env.step(action)
         total += float(reward)
@@ -87,6 +91,28 @@ def run_episode(name: str, steps: int, seed: int, frames_at: list[int], render: 
             break
     env.close()
     return {"return": total, "tip": np.array(tip), "shots": shots}
+
+
+def run_kept_agents(steps: int, seed: int, frames_at: list[int], render: bool, jobs: int) -> dict[str, list[dict]]:
+    """
+    One episode of every kept agent from the same start, ``jobs`` at a time in processes of their own; frames of
+    each method's first agent only. method -> its agents' episodes, each with its run's seed.
+    """
+    tasks = [
+        (name, run_seed, path, frames_at if index == 0 else [])
+        for name, kept in MODELS.items()
+        for index, (run_seed, path) in enumerate(kept)
+    ]
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [
+            pool.submit(run_episode, name, path, steps, seed, frames, render and bool(frames))
+            for name, _, path, frames in tasks
+        ]
+        done = [future.result() for future in futures]
+    episodes: dict[str, list[dict]] = defaultdict(list)
+    for (name, run_seed, _, _), episode in zip(tasks, done):
+        episodes[name].append({**episode, "seed": run_seed})
+    return dict(episodes)
 
 
 def test_from_csv(path: str, steps: int = 50_000) -> dict[str, dict[str, Any]]:
@@ -165,21 +191,24 @@ def draw(
     test: dict[str, dict[str, Any]] | None = None,
     live: dict[str, Any] | None = None,
 ) -> str:
+    """The figure: every kept agent's tip path, the runs' curves with the test, a filmstrip of each method's first agent."""
     figure = plt.figure(figsize=(13, 4.2 + 1.9 * len(episodes)), layout="constrained")
     top, bottom = figure.subfigures(2, 1, height_ratios=[4.2, 1.9 * len(episodes)])
     paths, curves = top.subplots(1, 2, width_ratios=[1, 1.4])
-    for name, episode in episodes.items():
-        tip = episode["tip"]
-        paths.plot(tip[:, 0], tip[:, 1], color=COLORS[name], label=f"{name}: return {episode['return']:.1f}")
-        paths.scatter(*tip[-1], color=COLORS[name], marker="o")
+    for name, kept in episodes.items():
+        seeds = ", ".join(f"{episode['return']:.1f} (seed {episode['seed']})" for episode in kept)
+        for index, episode in enumerate(kept):
+            tip = episode["tip"]
+            label = f"{name}: return {seeds}" if index == 0 else None
+            paths.plot(tip[:, 0], tip[:, 1], color=COLORS[name], linewidth=1.4 if index == 0 else 0.8, label=label)
+            paths.scatter(*tip[-1], color=COLORS[name], marker="o")
     if live is not None and len(live["tip"]):
         shown = ", ".join(f"{value:.1f}" for value in live["returns"]) or "none finished yet"
         label = f"MaxDiff trained here, {live['steps']} steps: episode return {shown}"
         paths.plot(live["tip"][:, 0], live["tip"][:, 1], color="gray", linestyle="--", linewidth=0.8, label=label)
-    paths.scatter(*next(iter(episodes.values()))["tip"][0], color="black", marker="x", label="start")
-    paths.set(
-        xlabel="x (m)", ylabel="y (m)", title=f"tip path, one {len(next(iter(episodes.values()))['tip']) - 1}-step episode"
-    )
+    first = next(iter(episodes.values()))[0]
+    paths.scatter(*first["tip"][0], color="black", marker="x", label="start")
+    paths.set(xlabel="x (m)", ylabel="y (m)", title=f"tip paths, one {len(first['tip']) - 1}-step episode per kept agent")
     paths.axis("equal")
     paths.legend(fontsize=8)
     if os.path.exists(CURVES_CSV):
@@ -198,7 +227,8 @@ def draw(
     else:
         curves.text(0.5, 0.5, f"{CURVES_CSV} not found", ha="center", va="center")
     strip = bottom.subplots(len(episodes), len(frames_at), squeeze=False)
-    for row, (name, episode) in enumerate(episodes.items()):
+    for row, (name, kept) in enumerate(episodes.items()):
+        episode = kept[0]
         for column, (step, shot) in enumerate(zip(frames_at, episode["shots"])):
             axis = strip[row, column]
             if rendered:
@@ -209,7 +239,7 @@ def draw(
                 axis.plot(shot[:, 0], shot[:, 1], "-o", color=COLORS[name], markersize=3)
                 axis.set_aspect("equal")
                 axis.tick_params(labelsize=6)
-            axis.set_title(f"{name}, step {step}", fontsize=8)
+            axis.set_title(f"{name} seed {episode['seed']}, step {step}", fontsize=8)
         for axis in strip[row, len(episode["shots"]) :]:  # the episode ended before these steps
             axis.set_visible(False)
     path = os.path.join(out, "swimmer_paths_and_curves.png")
@@ -225,11 +255,13 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=5, help="filmstrip frames per swimmer")
     parser.add_argument("--no-render", action="store_true", help="draw the bodies' positions instead of MuJoCo frames")
     parser.add_argument("--train-steps", type=int, default=1000, help="steps of the live MaxDiff training (0: none)")
+    parser.add_argument("--jobs", type=int, default=2, help="processes running the kept agents' episodes")
     parser.add_argument("--out", default="demo_output")
     args = parser.parse_args()
-    if args.steps < 1 or args.frames < 2 or args.train_steps < 0:
+    if args.steps < 1 or args.frames < 2 or args.train_steps < 0 or args.jobs < 1:
         parser.error(
-            f"need --steps >= 1, --frames >= 2 and --train-steps >= 0, got {args.steps}, {args.frames} and {args.train_steps}"
+            f"need --steps >= 1, --frames >= 2, --train-steps >= 0 and --jobs >= 1, got {args.steps}, {args.frames}, "
+            f"{args.train_steps} and {args.jobs}"
         )
     th.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
@@ -238,13 +270,19 @@ def main() -> None:
         print(line)
     rendered = not args.no_render and renderer_works()
     frames_at = [round(float(value)) for value in np.linspace(0, args.steps, args.frames)]
-    episodes = {name: run_episode(name, args.steps, args.seed, frames_at, rendered) for name in MODELS}
+    episodes = run_kept_agents(args.steps, args.seed, frames_at, rendered, args.jobs)
     summary: dict[str, Any] = {
-        name: {"return": episode["return"], "x_travelled": float(episode["tip"][-1, 0] - episode["tip"][0, 0])}
-        for name, episode in episodes.items()
+        name: [
+            {"seed": e["seed"], "return": e["return"], "x_travelled": float(e["tip"][-1, 0] - e["tip"][0, 0])} for e in kept
+        ]
+        for name, kept in episodes.items()
     }
-    for name, values in summary.items():
-        print(f"{name} (kept, 50k steps): return {values['return']:.1f}, tip moved {values['x_travelled']:+.2f} m along x")
+    for name, kept in summary.items():
+        for values in kept:
+            print(
+                f"{name} seed {values['seed']} (kept, 50k steps): return {values['return']:.1f}, "
+                f"tip moved {values['x_travelled']:+.2f} m along x"
+            )
     live = None
     if args.train_steps > 0:
         live = train_live(args.train_steps, args.seed)
