@@ -13,8 +13,9 @@ from sb3_maxdiff.experiments.arguments import duration_seconds
 from sb3_maxdiff.experiments.batching import batch_dir, batch_kwargs, group_runs
 from sb3_maxdiff.experiments.execution import execute_group
 from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
-from sb3_maxdiff.experiments.runner import EXIT_TIME_LIMIT
+from sb3_maxdiff.experiments.runner import EXIT_TIME_LIMIT, ProgressDisplay
 from sb3_maxdiff.experiments.specs import RunSpec, build_specs, is_finished
+from sb3_maxdiff.experiments.training import training_steps_done
 
 
 def test_batch_cells_groups_the_cells_that_can_share_one_model():
@@ -127,6 +128,8 @@ def test_a_run_stopped_by_its_time_limit_checkpoints_and_the_same_call_resumes_i
     checkpoint = json.loads(open(os.path.join(directory, "checkpoint.json")).read())
     assert 0 < checkpoint["agent_timesteps"] < 300 and sum(checkpoint["episodes"]) >= 2
     assert not any(is_finished(out, spec) for spec in specs)
+    # the progress bar of the resuming call starts at the checkpoint (4 agents)
+    assert training_steps_done(out, specs) == checkpoint["timesteps"] == 4 * checkpoint["agent_timesteps"]
     monkeypatch.undo()
     results = execute_group(specs, out, options=ExecutionOptions(deadline=None))
     for spec, result in zip(specs, results):
@@ -155,6 +158,15 @@ def test_no_evaluation_starts_that_would_not_end_before_the_limit(tmp_path, monk
         execute_group(specs, out, options=ExecutionOptions(deadline=1e12))
     assert [is_finished(out, spec) for spec in specs] == [True, False, False, False]
     assert all((tmp_path / spec.relpath / "model.zip").exists() for spec in specs)  # trained, saved, evaluated later
+    assert training_steps_done(out, specs[1:]) == 3 * 300
+
+
+def test_the_progress_bar_of_a_resumed_call_starts_where_the_checkpoints_left_off():
+    pytest.importorskip("tqdm")
+    display = ProgressDisplay(total_steps=1000, total_runs=2, steps_before=400)
+    display.steps(50)
+    assert display.bar.n == 450 and display.bar.total == 1000
+    display.close()
 
 
 def test_run_exits_with_status_3_when_runs_are_left_at_the_time_limit(tmp_path, capsys):

@@ -105,6 +105,7 @@ def test_single_shot_run_stopped_by_its_time_limit_carries_on_exactly(tmp_path, 
 
     from sb3_maxdiff.experiments.execution import execute_run
     from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
+    from sb3_maxdiff.experiments.training import training_steps_done
 
     spec = _single_shot_spec(method)
     whole = execute_run(spec, str(tmp_path / "whole"))
@@ -119,6 +120,7 @@ def test_single_shot_run_stopped_by_its_time_limit_carries_on_exactly(tmp_path, 
         execute_run(spec, str(tmp_path / "stopped"), options=ExecutionOptions(deadline=1e12))
     run_dir = tmp_path / "stopped" / spec.relpath
     assert json.loads((run_dir / "checkpoint.json").read_text())["agent_timesteps"] == 170
+    assert training_steps_done(str(tmp_path / "stopped"), [spec]) == 170  # where the resuming call's bar starts
     assert len((run_dir / "windows.csv").read_text().splitlines()) == 1 + 1  # window 2 (to step 200) not finished
     monkeypatch.undo()
 

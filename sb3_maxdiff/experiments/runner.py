@@ -29,6 +29,7 @@ from sb3_maxdiff.experiments.execution import execute_group
 from sb3_maxdiff.experiments.options import ExecutionOptions, TimeLimitReached
 from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, get_budget
 from sb3_maxdiff.experiments.specs import RESULT_FILE, RunSpec, build_specs, is_finished
+from sb3_maxdiff.experiments.training import training_steps_done
 
 # exit status of ``run``: 0 every run finished; 1 a run failed (error.txt in its folder); 3 runs were stopped before
 # --time-limit, their training checkpointed: the same command resumes them
@@ -68,13 +69,16 @@ class ProgressDisplay:
     """
     Environment steps done, training and evaluation (a bar with rate and ETA when tqdm is installed),
     and one line per finished run. Episodes that end early make the total an upper bound.
+
+    :param steps_before: the steps of the total done before this call (resumed runs' checkpoints): the bar starts
+        there, and its rate and time left count only the steps of this call
     """
 
-    def __init__(self, total_steps: int, total_runs: int):
+    def __init__(self, total_steps: int, total_runs: int, steps_before: int = 0):
         try:
             from tqdm import tqdm
 
-            self.bar: Any = tqdm(total=total_steps, unit="step", dynamic_ncols=True, smoothing=0.05)
+            self.bar: Any = tqdm(total=total_steps, initial=steps_before, unit="step", dynamic_ncols=True, smoothing=0.05)
         except ImportError:
             self.bar = None
         self.total_runs, self.finished, self.shown = total_runs, 0, 0
@@ -119,7 +123,11 @@ def run_local(groups: list[list[RunSpec]], out: str, jobs: int, options: Executi
     """
     context = mp.get_context("spawn")
     counter = context.Value("q", 0)
-    display = ProgressDisplay(sum(spec.work for group in groups for spec in group), sum(len(group) for group in groups))
+    display = ProgressDisplay(
+        sum(spec.work for group in groups for spec in group),
+        sum(len(group) for group in groups),
+        sum(training_steps_done(out, group) for group in groups),
+    )
     failed: list[RunSpec] = []
     with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(counter,)) as pool:
         futures: dict[Future, list[RunSpec]] = {

@@ -179,6 +179,14 @@ def _new_model(specs: list[RunSpec], env: Any, options: ExecutionOptions, **extr
     return algo("MlpPolicy", env, seed=specs[0].seed, device=specs[0].device, **kwargs)
 
 
+def _forget_earlier_tries(directory: str, run_dirs: list[str]) -> None:
+    """Before a fresh start: remove the checkpoints left in ``directory`` and the runs' notes of earlier resumes."""
+    remove_checkpoints(directory)
+    for run_dir in run_dirs:
+        if os.path.exists(os.path.join(run_dir, RESUMES_FILE)):
+            os.remove(os.path.join(run_dir, RESUMES_FILE))
+
+
 def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, options: ExecutionOptions) -> tuple:
     """The model to train (fresh, or the latest checkpoint with its replay buffer), its agent steps, episodes, cells."""
     first, batched = specs[0], len(specs) > 1
@@ -206,10 +214,7 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
             same_device = last_device_type(run_dir, done) == model.device.type
             record_resume(run_dir, kept, done, exact and same_device, device=str(model.device))
     else:
-        remove_checkpoints(directory)
-        for run_dir in run_dirs:
-            if os.path.exists(os.path.join(run_dir, RESUMES_FILE)):
-                os.remove(os.path.join(run_dir, RESUMES_FILE))
+        _forget_earlier_tries(directory, run_dirs)
         env = training_env(specs, run_dirs, resume=False)
         model = _new_model(specs, env, options, **({"independent_agents": True} if batched else {}))
         done, episodes, visited = 0, [0] * len(specs), [[] for _ in specs]
@@ -228,9 +233,7 @@ def _build_or_resume_single_shot(
     environment and window bookkeeping (``windows`` restored), which carries on exactly; its steps done.
     """
     if not os.path.exists(os.path.join(run_dir, CHECKPOINT_FILE)):
-        remove_checkpoints(run_dir)
-        if os.path.exists(os.path.join(run_dir, RESUMES_FILE)):
-            os.remove(os.path.join(run_dir, RESUMES_FILE))
+        _forget_earlier_tries(run_dir, [run_dir])
         return _new_model([spec], make_env(spec.env_id, spec), options), 0
     algo = get_algo(spec.method)
     done = read_checkpoint(run_dir, 1)["agent_timesteps"]
@@ -271,6 +274,24 @@ def _agent_as_run(model: Any, index: int, spec: RunSpec) -> Any:
     return model.agent(index)
 
 
+def checkpoint_dir(out: str, specs: list[RunSpec]) -> str:
+    """Where the group ``specs`` keeps its checkpoints: its batch's folder, or its one run's."""
+    return batch_dir(out, specs) if len(specs) > 1 else os.path.join(out, specs[0].relpath)
+
+
+def training_steps_done(out: str, specs: list[RunSpec]) -> int:
+    """
+    Environment steps of training the unfinished group ``specs`` has behind it, all agents together: every step of
+    the runs already trained (their model saved, their evaluation to come) and those of the others' checkpoint.
+    """
+    trained = [spec for spec in specs if os.path.exists(os.path.join(out, spec.relpath, MODEL_FILE))]
+    untrained = [spec for spec in specs if spec not in trained]
+    done = sum(spec.steps for spec in trained)
+    if untrained and os.path.exists(os.path.join(checkpoint_dir(out, untrained), CHECKPOINT_FILE)):
+        done += read_checkpoint(checkpoint_dir(out, untrained), len(untrained))["timesteps"]
+    return done
+
+
 def train_group(specs: list[RunSpec], out: str, progress: Progress, options: ExecutionOptions) -> list[Trained]:
     """
     Train the runs ``specs`` (one run, or the seeds of one batchable cell; their folders made by
@@ -284,7 +305,7 @@ def train_group(specs: list[RunSpec], out: str, progress: Progress, options: Exe
         (spec,) = specs
         return [_train_single_shot(spec, run_dirs[0], progress, options)]
     batched = len(specs) > 1
-    directory = batch_dir(out, specs) if batched else run_dirs[0]
+    directory = checkpoint_dir(out, specs)
     os.makedirs(directory, exist_ok=True)
     if is_mixed(specs):
         write_json(os.path.join(directory, "runs.json"), [spec.relpath for spec in specs])
