@@ -1,3 +1,4 @@
+import pickle
 import time
 
 import numpy as np
@@ -84,3 +85,48 @@ def test_sampling_cost_does_not_grow_with_fill():
         np.random.randint(0, n_rows, size=n_rows)
         o_of_fill.append(time.perf_counter() - start)
     assert median_sample_time(large) < 0.3 * float(np.median(o_of_fill))
+
+
+def _same_buffer(loaded: NextActionReplayBuffer, original: NextActionReplayBuffer) -> None:
+    assert (loaded.pos, loaded.full, loaded.buffer_size, loaded.n_envs) == (
+        original.pos,
+        original.full,
+        original.buffer_size,
+        original.n_envs,
+    )
+    for name in ("observations", "next_observations", "actions", "next_actions", "rewards", "dones", "timeouts"):
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(original, name))
+    np.testing.assert_array_equal(loaded.bootstrap_masks, original.bootstrap_masks)
+    np.random.seed(3)
+    drawn = loaded.sample_per_env(64)
+    np.random.seed(3)
+    expected = original.sample_per_env(64)
+    for got, want in zip(drawn, expected):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_a_pickled_buffer_keeps_only_its_filled_rows_and_loads_whole():
+    buffer = NextActionReplayBuffer(30_000, OBS, ACT, "cpu", n_envs=3)  # 10,000 rows of 3 environments
+    fill(buffer, 40, done_at=(17,), n_envs=3)
+    data = pickle.dumps(buffer)
+    empty = pickle.dumps(NextActionReplayBuffer(30_000, OBS, ACT, "cpu", n_envs=3))
+    # 10 numbers per row and environment (observations 2 + 2, actions 1 + 1, reward, masks...), 4 or 8 bytes each
+    assert len(empty) < 10_000  # the capacity's 10,000 rows would take 1.2 MB
+    assert len(data) - len(empty) < 40 * 3 * 10 * 8  # grows with the 40 rows stored
+    loaded = pickle.loads(data)
+    assert loaded.observations.shape == (10_000, 3, 2)  # back to the capacity, the rest zeros as a fresh buffer
+    _same_buffer(loaded, buffer)
+    fill(loaded, 5, n_envs=3)  # and goes on filling
+    fill(buffer, 5, n_envs=3)
+    _same_buffer(loaded, buffer)
+
+
+def test_a_full_buffer_and_a_pickle_of_the_whole_capacity_load_as_they_were():
+    buffer = NextActionReplayBuffer(10, OBS, ACT, "cpu", n_envs=2)
+    fill(buffer, 13, n_envs=2)
+    _same_buffer(pickle.loads(pickle.dumps(buffer)), buffer)
+    partial = NextActionReplayBuffer(100, OBS, ACT, "cpu")
+    fill(partial, 7)
+    older = NextActionReplayBuffer.__new__(NextActionReplayBuffer)
+    older.__setstate__(dict(partial.__dict__))  # what a pickle written before the filled-rows format holds
+    _same_buffer(older, partial)

@@ -48,6 +48,31 @@ class NextActionReplayBuffer(ReplayBuffer):
         self.next_actions = np.zeros_like(self.actions)
         self.bootstrap_masks = np.zeros((self.buffer_size, self.n_envs), dtype=np.float32)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """
+        What pickling keeps (``save_replay_buffer``, checkpoints): while the buffer is not full, only its filled rows,
+        so that the file grows with the transitions stored, not with the capacity (a 50k-step run in the default
+        buffer of 1M rows writes 50k rows).
+        """
+        state = dict(self.__dict__)
+        if not self.full:
+            rows = [
+                name
+                for name, value in self.__dict__.items()
+                if isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == self.buffer_size
+            ]
+            state.update({name: self.__dict__[name][: self.pos] for name in rows}, _filled_rows_only=rows)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Back to the full capacity, rows not yet written as zeros (as a fresh buffer); reads full pickles too."""
+        state = dict(state)
+        for name in state.pop("_filled_rows_only", []):
+            filled = state[name]
+            state[name] = np.zeros((state["buffer_size"], *filled.shape[1:]), dtype=filled.dtype)
+            state[name][: len(filled)] = filled
+        self.__dict__.update(state)
+
     @property
     def _newest(self) -> int:
         return (self.pos - 1) % self.buffer_size
