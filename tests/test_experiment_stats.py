@@ -349,3 +349,4 @@ def test_tabulate_reads_single_shot_windows_at_the_step_counts(tmp_path):
     assert math.isnan(values["window return at 999"]["maxdiff"][0])  # no window has ended yet
     text = "\n".join(tabulate(str(path), [3000]))
     assert "### x distance at 3,000" in text and "| 1 | 0.5 | nan |" in text and "3.25 +/- 3.89 (n = 2)" in text
+    assert "| mean +/- std | 3.25 +/- 3.89 (n = 2) | -0.3 (n = 1) |" in text  # one seed: no spread, no nan

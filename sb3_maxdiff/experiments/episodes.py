@@ -372,6 +372,8 @@ def _mean_std(values: list[float]) -> str:
     summary = summarize([value for value in values if not math.isnan(value)])
     if not summary.n:
         return "n/a"
+    if summary.n == 1:  # one seed has no spread to show
+        return f"{summary.mean:.4g} (n = 1)"
     return f"{summary.mean:.4g} +/- {summary.std:.3g} (n = {summary.n})"
 
 
