@@ -553,3 +553,17 @@ def test_look_back_tables_are_those_of_the_csv():
         assert len(x) == len(y) == 5
         assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"{csv_name}: {quantity}")
         assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"{csv_name}: {quantity} (Welch)")
+
+
+def test_single_shot_per_seed_table_is_that_of_its_csv():
+    values = per_seed_values(str(REPRODUCTION / "single_shot_light_30k.csv"), [10_000, 20_000, 30_000])
+    header, rows = table_after("Per seed so far (single-shot")
+    assert header[:2] == ["method", "seed"] and len(header) == 8 and rows
+    quantities = [f"{kind} at {steps:,}" for kind in ("window return", "x distance") for steps in (10_000, 20_000, 30_000)]
+    for method, seed, *cells in rows:
+        for quantity, shown in zip(quantities, cells, strict=True):
+            assert_shown_as(values[quantity][METHODS[method]][int(seed)], shown, f"single-shot {method} seed {seed}")
+    # every finished run of the CSV is in the table
+    assert {(METHODS[method], int(seed)) for method, seed, *_ in rows} == {
+        (key, seed) for key, by_seed in values[quantities[-1]].items() for seed in by_seed
+    }
