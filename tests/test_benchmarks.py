@@ -167,3 +167,47 @@ def test_planner_precision_compares_the_two_dtypes_of_a_saved_model(tmp_path):
     cells = [cell.strip() for cell in row.split("|")[1:-1]]
     assert int(cells[1]) >= 1 and 0 <= float(cells[2]) <= float(cells[3]) <= 2  # actions in [-1, 1]
     assert all(float(cell) > 0 for cell in cells[6:9])  # both steps timed, and their ratio
+
+
+def _result(path: pathlib.Path, seed: int, method: str, train: float, evaluation: float, **batch) -> None:
+    spec = {"seed": seed, "method": method, "steps": 1000, "max_episode_steps": None}
+    result = {"spec": spec, "train_seconds": train, "eval_seconds": evaluation, "eval_returns": {"env": [1.0, 2.0]}}
+    path.mkdir(parents=True)
+    (path / "result.json").write_text(json.dumps({**result, **batch}))
+
+
+def test_end_to_end_costs_are_the_runners_seconds_over_every_agents_steps(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from runner_end_to_end import per_agent_step_costs
+
+    # one mixed batch of 2 runs (1000 training steps each, 2 evaluation episodes of 1,000 steps each)
+    runs = ["heavy / maxdiff / seed 0", "heavy / nnmppi / seed 0"]
+    _result(tmp_path / "mixed" / "a", 0, "maxdiff", 8.0, 2.0, batched_runs=runs)
+    _result(tmp_path / "mixed" / "b", 0, "nnmppi", 8.0, 2.0, batched_runs=runs)
+    mixed = per_agent_step_costs(str(tmp_path / "mixed"))
+    assert mixed["batches"] == [2]
+    assert mixed["train_ms_per_agent_step"] == pytest.approx(1e3 * 8.0 / 2000)
+    assert mixed["eval_ms_per_agent_step"] == pytest.approx(1e3 * 2.0 / 4000)
+    # two batches of one seed each, one per method, with the same seeds: two batches, their seconds added
+    _result(tmp_path / "apart" / "a", 0, "maxdiff", 5.0, 1.0, batched_seeds=[0])
+    _result(tmp_path / "apart" / "b", 0, "nnmppi", 7.0, 3.0, batched_seeds=[0])
+    apart = per_agent_step_costs(str(tmp_path / "apart"))
+    assert apart["batches"] == [1, 1]
+    assert apart["train_ms_per_agent_step"] == pytest.approx(1e3 * 12.0 / 2000)
+    assert apart["eval_ms_per_agent_step"] == pytest.approx(1e3 * 4.0 / 4000)
+
+
+def test_end_to_end_benchmark_runs_both_configurations(tmp_path):
+    """The end-to-end command of BENCHMARKS.md on the point mass's smoke budget, one seed per method."""
+    out = tmp_path / "e2e.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "runner_end_to_end.py"), "--preset", "point-mass-beta",
+               "--setting", "beta=1", "--budget", "smoke", "--seeds", "1", "--steps", "150", "--quiet",
+               "--json", str(out)]  # fmt: skip
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    rows = json.loads(out.read_text())["rows"]
+    assert [(row["configuration"], row["batches"]) for row in rows] == [
+        ("one mixed batch", [2]),
+        ("a batch per method", [1, 1]),
+    ]
+    assert all(row["train_ms_per_agent_step"] > 0 and row["eval_ms_per_agent_step"] > 0 for row in rows)
+    assert "| one mixed batch | 2 |" in printed and "| a batch per method | 1 + 1 |" in printed

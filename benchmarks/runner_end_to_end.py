@@ -1,0 +1,132 @@
+"""
+End to end, from the runner's own timings: the MaxDiff and NN-MPPI seeds of one body trained as one mixed batch
+(``run --batch-cells``) against the two batches of one method each that ``run --batch-seeds`` makes, then
+evaluated (``--batch-eval``: each batch's agents together), one configuration after the other on the same
+machine. Figures are per agent-step: training seconds (``train_seconds`` of ``result.json``: model building,
+CUDA-graph capture and checkpoints included) over every agent's training steps, evaluation seconds over every
+agent's evaluation steps (every evaluation episode counted at full length, 1,000 steps where the run sets none, as
+the Swimmer's always are).
+
+    python benchmarks/runner_end_to_end.py --device cuda --cuda-graph --seeds 10 --steps 2000   # 20 agents on a GPU
+    python benchmarks/runner_end_to_end.py --seeds 2 --steps 300                               # 4 agents on a CPU
+
+The defaults are the heavy-tail Swimmer of ``swimmer-methods`` (MaxDiff alpha 100 and NN-MPPI, the reduced budget's
+5 evaluation episodes of 1,000 steps per seed).
+"""
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run_configuration(batching: str, args: argparse.Namespace, out: str) -> float:
+    """Train and evaluate every run with the runner and ``batching`` ("--batch-cells" or "--batch-seeds"), in a child
+    process; returns its wall-clock seconds."""
+    command = [
+        sys.executable,
+        "-m",
+        "sb3_maxdiff.experiments",
+        "run",
+        args.preset,
+        "--budget",
+        args.budget,
+        "--steps",
+        str(args.steps),
+        "--seeds",
+        str(args.seeds),
+        "--settings",
+        args.setting,
+        "--methods",
+        *args.methods,
+        batching,
+        "--batch-eval",
+        "--jobs",
+        "1",
+        "--threads",
+        str(args.threads),
+        "--device",
+        args.device,
+        "--out",
+        out,
+        *(["--cuda-graph"] if args.cuda_graph else []),
+    ]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=args.quiet, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} exited with status {done.returncode}:\n{(done.stderr or '')[-3000:]}")
+    return time.perf_counter() - start
+
+
+def per_agent_step_costs(out: str) -> dict:
+    """
+    Training and evaluation cost per agent-step of the runs under ``out`` (the runner's own timings; the runs of one
+    batch share their batch's seconds), batch by batch and over all of them.
+    """
+    batches: dict[tuple, dict] = {}
+    for path in sorted(glob.glob(os.path.join(out, "**", "result.json"), recursive=True)):
+        with open(path) as file:
+            result = json.load(file)
+        members = tuple(result.get("batched_runs") or result.get("batched_seeds") or [result["spec"]["seed"]])
+        spec = result["spec"]
+        key = (members, spec["method"]) if "batched_runs" not in result else (members,)
+        batch = batches.setdefault(key, {"agents": len(members), "train_seconds": result["train_seconds"]})
+        batch["eval_seconds"] = result["eval_seconds"]
+        eval_steps = sum(len(returns) for returns in result["eval_returns"].values()) * (spec["max_episode_steps"] or 1000)
+        batch["train_agent_steps"] = batch.get("train_agent_steps", 0) + spec["steps"]
+        batch["eval_agent_steps"] = batch.get("eval_agent_steps", 0) + eval_steps
+    train = sum(batch["train_seconds"] for batch in batches.values())
+    evaluation = sum(batch["eval_seconds"] for batch in batches.values())
+    train_steps = sum(batch["train_agent_steps"] for batch in batches.values())
+    eval_steps = sum(batch["eval_agent_steps"] for batch in batches.values())
+    return {
+        "batches": [batch["agents"] for batch in batches.values()],
+        "train_ms_per_agent_step": 1e3 * train / train_steps,
+        "eval_ms_per_agent_step": 1e3 * evaluation / eval_steps,
+        "train_seconds": train,
+        "eval_seconds": evaluation,
+    }
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", default="swimmer-methods")
+    parser.add_argument("--setting", default="heavy")
+    parser.add_argument("--methods", nargs="+", default=["maxdiff", "nnmppi"])
+    parser.add_argument("--budget", default="reduced")
+    parser.add_argument("--seeds", type=int, default=10, help="seeds per method")
+    parser.add_argument("--steps", type=int, default=2000, help="training steps per agent")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--cuda-graph", action="store_true")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", default=None, help="also write the rows to this file")
+    parser.add_argument("--quiet", action="store_true", help="leave out the runner's own output (shown if it fails)")
+    args = parser.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory() as directory:
+        for label, batching in (("one mixed batch", "--batch-cells"), ("a batch per method", "--batch-seeds")):
+            out = os.path.join(directory, batching.strip("-"))
+            wall = run_configuration(batching, args, out)
+            rows.append({"configuration": label, "wall_seconds": wall, **per_agent_step_costs(out)})
+    print(
+        "| configuration | batches (agents) | training, ms / agent-step | evaluation, ms / agent-step | eval / train | wall |"
+    )
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        ratio = row["eval_ms_per_agent_step"] / row["train_ms_per_agent_step"]
+        print(
+            f"| {row['configuration']} | {' + '.join(map(str, row['batches']))} | {row['train_ms_per_agent_step']:.3f} | "
+            f"{row['eval_ms_per_agent_step']:.3f} | {ratio:.2f} | {row['wall_seconds']:.0f} s |"
+        )
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump({"args": vars(args), "rows": rows}, file, indent=1)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
