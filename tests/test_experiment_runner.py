@@ -556,7 +556,7 @@ def test_runs_are_grouped_by_cell_only_when_batching():
     batched = group_runs(specs, batch_seeds=True)
     assert [[spec.seed for spec in group] for group in batched] == [[0, 1, 2], [0], [1], [2]]
     assert [group[0].method for group in batched] == ["maxdiff", "sac", "sac", "sac"]
-    with pytest.raises(ValueError, match="a group of several runs must be multi-shot NN-MPPI / MaxDiff runs that can share"):
+    with pytest.raises(ValueError, match="a group of several runs must be NN-MPPI / MaxDiff runs that can share"):
         execute_group([spec for spec in specs if spec.method == "sac"][:2], "unused")
 
 

@@ -171,3 +171,71 @@ def test_an_environment_put_back_mid_episode_steps_as_the_original(env_id):
         expected, got = original.step(action), copy.step(action)
         assert np.array_equal(expected[0], got[0]) and expected[1:4] == got[1:4]
     assert original.unwrapped.np_random.random() == copy.unwrapped.np_random.random()
+
+
+def _single_shot_batch(methods=("maxdiff", "nnmppi"), seeds=(0, 1), checkpoint_every: int = 0):
+    from sb3_maxdiff.experiments.batching import group_runs
+    from sb3_maxdiff.experiments.specs import RunSpec, build_specs
+
+    specs = build_specs("single-shot", "smoke", list(seeds), settings=["swimmer"], methods=list(methods))
+    specs = [RunSpec(**{**spec.to_json(), "checkpoint_every": checkpoint_every, "eval_env_ids": ()}) for spec in specs]
+    (group,) = group_runs(specs, batch_cells=True)  # MaxDiff and NN-MPPI agents in one model
+    assert len(group) == len(methods) * len(seeds)
+    return group
+
+
+def test_single_shot_runs_train_as_one_batch_each_with_its_own_environment_and_windows(tmp_path):
+    import numpy as np
+
+    from sb3_maxdiff.experiments.execution import execute_group
+
+    group = _single_shot_batch()
+    results = execute_group(group, str(tmp_path))
+    windows = {}
+    for spec, result in zip(group, results):
+        run_dir = tmp_path / spec.relpath
+        with open(run_dir / "windows.csv") as file:
+            rows = list(csv.DictReader(file))
+        # each agent's own steps, one row per window of 100
+        assert [int(row["timesteps"]) for row in rows] == [100, 200, 300]
+        assert result["window_returns"] == [float(row["window_return"]) for row in rows]
+        assert result["final_distance"] == float(rows[-1]["x_distance"])
+        assert result["batched_runs"] == [other.name for other in group] and result["resumed_from_steps"] == 0
+        model = get_algo(spec.method).load(run_dir / "model.zip")
+        assert type(model).__name__ == {"maxdiff": "MaxDiffMPPI", "nnmppi": "NNMPPI"}[spec.method]
+        assert model.num_timesteps == 300 and model.n_envs == 1  # the agent alone, its own steps
+        windows[(spec.method, spec.seed)] = np.array([float(row["window_return"]) for row in rows])
+    assert not list(tmp_path.glob("**/batch_*"))  # the batch's checkpoint folder is gone
+    # four environments, four different paths: no window bookkeeping follows another agent's environment
+    paths = list(windows.values())
+    assert all(not np.array_equal(a, b) for i, a in enumerate(paths) for b in paths[i + 1 :])
+
+
+def test_a_single_shot_batch_stopped_by_its_time_limit_carries_on_exactly(tmp_path, monkeypatch):
+    import json
+
+    from sb3_maxdiff.experiments.execution import execute_group
+    from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
+    from sb3_maxdiff.experiments.training import training_steps_done
+
+    group = _single_shot_batch(methods=("maxdiff", "nnmppi"), seeds=(0,))
+    whole = execute_group(group, str(tmp_path / "whole"))
+    calls = []
+
+    def no_time_left_at_step_170(self):
+        calls.append(1)
+        return float("inf") if len(calls) == 170 else 0.0
+
+    monkeypatch.setattr(Deadline, "reserve", no_time_left_at_step_170)
+    with pytest.raises(TimeLimitReached, match="stopped before the time limit at 170 of 300 steps per agent"):
+        execute_group(group, str(tmp_path / "stopped"), options=ExecutionOptions(deadline=1e12))
+    assert training_steps_done(str(tmp_path / "stopped"), group) == 2 * 170
+    monkeypatch.undo()
+    stopped = execute_group(group, str(tmp_path / "stopped"))
+    for spec, resumed, uninterrupted in zip(group, stopped, whole):
+        run_dir = tmp_path / "stopped" / spec.relpath
+        assert resumed["resumed_from_steps"] == 170
+        assert json.loads((run_dir / "resumes.json").read_text()) == [
+            {"episodes": 0, "agent_timesteps": 170, "exact": True, "device": "cpu"}
+        ]
+        _same_run(run_dir, tmp_path / "whole" / spec.relpath, resumed, uninterrupted)

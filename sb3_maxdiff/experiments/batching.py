@@ -20,8 +20,11 @@ from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 
 
 def is_batchable(spec: RunSpec) -> bool:
-    """Multi-shot runs of the model-based methods can be batched; SAC and single-shot runs run alone."""
-    return not spec.single_shot and issubclass(get_algo(spec.method), NNMPPI)
+    """
+    Runs of the model-based methods can be batched, multi-shot and single-shot ones (apart: the spec's
+    ``single_shot`` is part of :func:`batch_key`); SAC runs run alone.
+    """
+    return issubclass(get_algo(spec.method), NNMPPI)
 
 
 # what agents of one batch may each have of their own (MaxDiff and NN-MPPI agents plan with one planner: NN-MPPI is

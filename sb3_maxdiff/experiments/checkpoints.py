@@ -95,13 +95,13 @@ def restore_environment_state(env: gym.Env, state: dict[str, Any]) -> None:
 
 def episode_state(model: Any) -> dict[str, Any]:
     """
-    What a model on one environment needs, besides its saved parameters and :func:`random_state`, to carry on in the
-    middle of an episode: the environment (:func:`environment_state`), the last observation, and the planner's warm
-    start and visited states (NN-MPPI, MaxDiff).
+    What a model needs, besides its saved parameters and :func:`random_state`, to carry on in the middle of its
+    environments' episodes: each environment (:func:`environment_state`), the last observations, and the planner's
+    warm start and visited states (NN-MPPI, MaxDiff).
     """
     nominal, visited = getattr(model, "_train_nominal", None), getattr(model, "_train_visited", None)
     return {
-        "environment": environment_state(model.get_env().envs[0]),
+        "environments": [environment_state(env) for env in model.get_env().envs],
         "last_obs": copy.deepcopy(model._last_obs),
         "last_original_obs": copy.deepcopy(model._last_original_obs),
         "last_episode_starts": copy.deepcopy(model._last_episode_starts),
@@ -118,7 +118,11 @@ def continue_episode(model: Any, streams: dict[str, Any], state: dict[str, Any])
     """
     vec_env = model.get_env()
     vec_env.reset()  # a new environment steps only once reset: the reset is then overwritten
-    restore_environment_state(vec_env.envs[0], state["environment"])
+    environments = state["environments"] if "environments" in state else [state["environment"]]  # or an older form
+    if len(environments) != len(vec_env.envs):
+        raise ValueError(f"the checkpoint holds {len(environments)} environments, the model has {len(vec_env.envs)}")
+    for env, env_state in zip(vec_env.envs, environments):
+        restore_environment_state(env, env_state)
     model._last_obs, model._last_original_obs = state["last_obs"], state["last_original_obs"]
     model._last_episode_starts = state["last_episode_starts"]
     if state["nominal"] is not None:

@@ -184,7 +184,10 @@ def execute_group(
     """
     options = options or ExecutionOptions()
     if len(specs) > 1 and not (all(is_batchable(spec) for spec in specs) and len({batch_key(spec) for spec in specs}) == 1):
-        raise ValueError("a group of several runs must be multi-shot NN-MPPI / MaxDiff runs that can share one model")
+        raise ValueError(
+            "a group of several runs must be NN-MPPI / MaxDiff runs that can share one model "
+            "(all multi-shot or all single-shot)"
+        )
     th.set_num_threads(options.threads)
     progress, deadline = Progress(counter), Deadline(options.deadline)
     unfinished = [spec for spec in specs if not is_finished(out, spec)]

@@ -39,14 +39,17 @@ class WindowReturnLogger(BaseCallback):
     :param window: window length in environment steps (1000 in the paper)
     :param csv_path: CSV file to write (None: logger only)
     :param verbose: 1 prints each window
+    :param env_index: the environment to follow among those of a batch of independent agents (one logger per
+        agent; steps are then each agent's own); None: the model has one environment
     """
 
-    def __init__(self, window: int = 1000, csv_path: str | None = None, verbose: int = 0):
+    def __init__(self, window: int = 1000, csv_path: str | None = None, verbose: int = 0, env_index: int | None = None):
         super().__init__(verbose)
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
         self.window = window
         self.csv_path = csv_path
+        self.env_index = env_index
         self.window_returns: list[float] = []
         self.x_start = self.x_now = 0.0
         self._accumulated = 0.0
@@ -77,9 +80,16 @@ class WindowReturnLogger(BaseCallback):
         self._accumulated, self._steps_in_window = state["accumulated"], state["steps_in_window"]
         self.resumed = True
 
+    @property
+    def _index(self) -> int:
+        return 0 if self.env_index is None else self.env_index
+
     def _on_training_start(self) -> None:
-        if self.training_env.num_envs != 1:
-            raise ValueError(f"single-shot learning uses one environment, got n_envs={self.training_env.num_envs}")
+        n_envs = self.training_env.num_envs
+        if self.env_index is None and n_envs != 1:
+            raise ValueError(f"single-shot learning uses one environment, got n_envs={n_envs}")
+        if self.env_index is not None and not 0 <= self.env_index < n_envs:
+            raise ValueError(f"env_index must be in [0, {n_envs - 1}] (the model's environments), got {self.env_index}")
         if self.resumed:
             if self.csv_path is not None:
                 with open(self.csv_path) as file:
@@ -87,16 +97,17 @@ class WindowReturnLogger(BaseCallback):
                 with open(self.csv_path, "w") as file:
                     file.writelines(kept)
             return
-        self.x_start = self.x_now = float(np.asarray(self.model._last_obs).reshape(-1)[0])  # type: ignore[arg-type]
+        self.x_start = self.x_now = float(np.asarray(self.model._last_obs)[self._index].reshape(-1)[0])  # type: ignore[arg-type]
         if self.csv_path is not None:
             os.makedirs(os.path.dirname(os.path.abspath(self.csv_path)), exist_ok=True)
             with open(self.csv_path, "w", newline="") as file:
                 csv.writer(file).writerow(["window", "timesteps", "window_return", "x_position", "x_distance"])
 
     def _on_step(self) -> bool:
-        info = self.locals["infos"][0]
-        self.x_now = float(info.get("x_position", np.asarray(self.locals["new_obs"]).reshape(-1)[0]))
-        self._accumulated += float(self.locals["rewards"][0])
+        index = self._index
+        info = self.locals["infos"][index]
+        self.x_now = float(info.get("x_position", np.asarray(self.locals["new_obs"])[index].reshape(-1)[0]))
+        self._accumulated += float(self.locals["rewards"][index])
         self._steps_in_window += 1
         if self._steps_in_window == self.window:
             self._end_window()
@@ -104,12 +115,14 @@ class WindowReturnLogger(BaseCallback):
 
     def _end_window(self) -> None:
         self.window_returns.append(self._accumulated)
-        self.logger.record("single_shot/window_return", self._accumulated)
-        self.logger.record("single_shot/x_distance", self.x_distance)
-        self.logger.dump(self.num_timesteps)
+        steps = self.num_timesteps // self.training_env.num_envs  # this agent's steps
+        if self.env_index is None:
+            self.logger.record("single_shot/window_return", self._accumulated)
+            self.logger.record("single_shot/x_distance", self.x_distance)
+            self.logger.dump(self.num_timesteps)
         if self.csv_path is not None:
             with open(self.csv_path, "a", newline="") as file:
-                row = [len(self.window_returns), self.num_timesteps, self._accumulated, self.x_now, self.x_distance]
+                row = [len(self.window_returns), steps, self._accumulated, self.x_now, self.x_distance]
                 csv.writer(file).writerow(row)
         if self.verbose >= 1:
             print(f"window {len(self.window_returns)}: return {self._accumulated:.2f}, x distance {self.x_distance:.3f}")

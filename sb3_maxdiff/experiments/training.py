@@ -19,6 +19,7 @@ import time
 from typing import Any, NamedTuple
 
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_maxdiff.common.callbacks import ErgodicityLogger
 from sb3_maxdiff.experiments.algos import get_algo
@@ -34,7 +35,7 @@ from sb3_maxdiff.experiments.checkpoints import (
     save_checkpoint,
     truncate_monitor,
 )
-from sb3_maxdiff.experiments.environments import make_env, training_env
+from sb3_maxdiff.experiments.environments import SeedOffset, make_env, training_env
 from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
 from sb3_maxdiff.experiments.single_shot import WindowReturnLogger, learn_single_shot
 from sb3_maxdiff.experiments.specs import (
@@ -102,7 +103,8 @@ class _GroupHook(BaseCallback):
     step is written at the start of the next one, once SB3 has stored the step's transition and made its updates;
     a stop then ends training at that next step, which is not kept.
 
-    :param single_shot: the window bookkeeping of a single-shot run: its checkpoints are taken at any step (the
+    :param single_shot: the window bookkeeping of a single-shot run (one per agent of a batch): its checkpoints are
+        taken at any step (the
         episode never ends) and keep the environment and the bookkeeping as well
     """
 
@@ -114,7 +116,7 @@ class _GroupHook(BaseCallback):
         episodes: list[int],
         ergodicity: list,
         deadline: Deadline | None = None,
-        single_shot: WindowReturnLogger | None = None,
+        single_shot: list[WindowReturnLogger] | None = None,
     ):
         super().__init__()
         self.directory, self.every, self.progress = directory, every, progress
@@ -163,7 +165,7 @@ class _GroupHook(BaseCallback):
         visited = [sorted(logger.visited) if logger is not None else [] for logger in self.ergodicity]
         run_state = None
         if self.single_shot is not None:
-            run_state = {"episode": episode_state(self.model), "windows": self.single_shot.state()}
+            run_state = {"episode": episode_state(self.model), "windows": [logger.state() for logger in self.single_shot]}
         save_checkpoint(self.directory, self.model, list(self.episodes), visited, self.ended, run_state)
         self.last_checkpoint = self.agent_steps
         self.deadline.save_seconds = max(self.deadline.save_seconds, time.time() - start)
@@ -225,46 +227,92 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
     return model, done, episodes, visited
 
 
+def _single_shot_env(specs: list[RunSpec]) -> Any:
+    """The never-ending environment of a single-shot run, or one per run of a batch, each following its run's seed."""
+    if len(specs) == 1:
+        return make_env(specs[0].env_id, specs[0])
+
+    def make(index: int, spec: RunSpec) -> Any:
+        offset = spec.seed - specs[0].seed - index  # SB3 seeds environment i with (first seed) + i
+        return lambda: SeedOffset(make_env(spec.env_id, spec), offset) if offset else make_env(spec.env_id, spec)
+
+    return DummyVecEnv([make(index, spec) for index, spec in enumerate(specs)])
+
+
 def _build_or_resume_single_shot(
-    spec: RunSpec, run_dir: str, windows: WindowReturnLogger, options: ExecutionOptions
+    specs: list[RunSpec], run_dirs: list[str], directory: str, windows: list[WindowReturnLogger], options: ExecutionOptions
 ) -> tuple[Any, int]:
     """
-    The model of a single-shot run: fresh, or its latest checkpoint with its replay buffer, random streams,
-    environment and window bookkeeping (``windows`` restored), which carries on exactly; its steps done.
+    The model of a single-shot run, or of a batch of them (independent agents): fresh, or its latest checkpoint with
+    its replay buffer, random streams, environments and window bookkeeping (``windows`` restored), which carries on
+    exactly; the steps done per agent.
     """
-    if not os.path.exists(os.path.join(run_dir, CHECKPOINT_FILE)):
-        _forget_earlier_tries(run_dir, [run_dir])
-        return _new_model([spec], make_env(spec.env_id, spec), options), 0
-    algo = get_algo(spec.method)
-    done = read_checkpoint(run_dir, 1)["agent_timesteps"]
-    stem = os.path.join(run_dir, f"checkpoint_{done}")
-    model = algo.load(f"{stem}.zip", env=make_env(spec.env_id, spec), device=spec.device, **options.model_kwargs(algo))
+    batched = len(specs) > 1
+    if not os.path.exists(os.path.join(directory, CHECKPOINT_FILE)):
+        _forget_earlier_tries(directory, run_dirs)
+        return _new_model(specs, _single_shot_env(specs), options, **({"independent_agents": True} if batched else {})), 0
+    algo = batch_algo(specs) if batched else get_algo(specs[0].method)
+    checkpoint = read_checkpoint(directory, len(specs))
+    done = checkpoint["agent_timesteps"]
+    stem = os.path.join(directory, f"checkpoint_{checkpoint['timesteps']}")
+    model = algo.load(f"{stem}.zip", env=_single_shot_env(specs), device=specs[0].device, **options.model_kwargs(algo))
     model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
     with open(f"{stem}_random_state.pkl", "rb") as file:
         streams = pickle.load(file)
     with open(f"{stem}_run_state.pkl", "rb") as file:
         run_state = pickle.load(file)
     continue_episode(model, streams, run_state["episode"])
-    windows.restore(run_state["windows"])
-    same_device = last_device_type(run_dir, done) == model.device.type
-    record_resume(run_dir, 0, done, exact=same_device, device=str(model.device))
+    kept = run_state["windows"] if isinstance(run_state["windows"], list) else [run_state["windows"]]  # or older form
+    for logger, state in zip(windows, kept, strict=True):
+        logger.restore(state)
+    for run_dir in run_dirs:
+        same_device = last_device_type(run_dir, done) == model.device.type
+        record_resume(run_dir, 0, done, exact=same_device, device=str(model.device))
     return model, done
 
 
-def _train_single_shot(spec: RunSpec, run_dir: str, progress: Progress, options: ExecutionOptions) -> Trained:
+def _train_single_shot(specs: list[RunSpec], out: str, progress: Progress, options: ExecutionOptions) -> list[Trained]:
+    """Train a single-shot run, or the runs of a batch of them (one never-ending environment per agent)."""
     start = time.perf_counter()
-    windows = WindowReturnLogger(spec.window, os.path.join(run_dir, WINDOWS_FILE))
-    model, done = _build_or_resume_single_shot(spec, run_dir, windows, options)
-    hook = _GroupHook(run_dir, spec.checkpoint_every, progress, [0], [None], Deadline(options.deadline), windows)
-    single = learn_single_shot(model, spec.steps - done, callback=[hook], logger=windows)
+    run_dirs = [os.path.join(out, spec.relpath) for spec in specs]
+    directory = checkpoint_dir(out, specs)
+    os.makedirs(directory, exist_ok=True)
+    batched = len(specs) > 1
+    windows = [
+        WindowReturnLogger(spec.window, os.path.join(run_dir, WINDOWS_FILE), env_index=index if batched else None)
+        for index, (spec, run_dir) in enumerate(zip(specs, run_dirs))
+    ]
+    model, done = _build_or_resume_single_shot(specs, run_dirs, directory, windows, options)
+    n = len(specs)
+    hook = _GroupHook(directory, specs[0].checkpoint_every, progress, [0] * n, [None] * n, Deadline(options.deadline), windows)
+    if batched:
+        model.learn(n * (specs[0].steps - done), callback=[*windows, hook], reset_num_timesteps=done == 0)
+    else:
+        learn_single_shot(model, specs[0].steps - done, callback=[hook], logger=windows[0])
     if hook.stopped:
         raise TimeLimitReached(
-            f"stopped before the time limit at {hook.last_checkpoint} of {spec.steps} steps, checkpoint in {run_dir}"
+            f"stopped before the time limit at {hook.last_checkpoint} of {specs[0].steps} steps"
+            f"{' per agent' if batched else ''}, checkpoint in {directory}"
         )
-    model.save(os.path.join(run_dir, MODEL_FILE))
-    remove_checkpoints(run_dir)
-    info = {"resumed_from_steps": done, "window_returns": single.window_returns, "final_distance": single.final_distance}
-    return Trained({**info, "train_seconds": time.perf_counter() - start}, model)
+    seconds = time.perf_counter() - start
+    trained = []
+    for index, (spec, run_dir, logger) in enumerate(zip(specs, run_dirs, windows)):
+        info = {"resumed_from_steps": done, "window_returns": logger.window_returns, "final_distance": logger.x_distance}
+        if batched:
+            info["batched_seeds"] = [other.seed for other in specs]
+            if is_mixed(specs):
+                info["batched_runs"] = [other.name for other in specs]
+            _agent_as_run(model, index, spec).save(os.path.join(run_dir, MODEL_FILE))
+            write_json(os.path.join(run_dir, BATCH_FILE), {**info, "train_seconds": seconds})
+        else:
+            model.save(os.path.join(run_dir, MODEL_FILE))
+        trained.append(Trained({**info, "train_seconds": seconds}, None if batched else model))
+    remove_checkpoints(directory)
+    if batched:
+        for path in glob.glob(os.path.join(directory, "*.json")):
+            os.remove(path)
+        os.rmdir(directory)
+    return trained
 
 
 def _agent_as_run(model: Any, index: int, spec: RunSpec) -> Any:
@@ -302,8 +350,7 @@ def train_group(specs: list[RunSpec], out: str, progress: Progress, options: Exe
     start = time.perf_counter()
     run_dirs = [os.path.join(out, spec.relpath) for spec in specs]
     if specs[0].single_shot:
-        (spec,) = specs
-        return [_train_single_shot(spec, run_dirs[0], progress, options)]
+        return _train_single_shot(specs, out, progress, options)
     batched = len(specs) > 1
     directory = checkpoint_dir(out, specs)
     os.makedirs(directory, exist_ok=True)
