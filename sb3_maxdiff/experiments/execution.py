@@ -152,7 +152,7 @@ def _evaluate_and_write(
     run_dir = os.path.join(out, spec.relpath)
     start = time.perf_counter()
     model = trained.model
-    if model is None and evaluated is None:
+    if model is None and evaluated is None and spec.eval_env_ids:  # a single-shot run has nothing to evaluate
         algo = get_algo(spec.method)
         model = algo.load(os.path.join(run_dir, MODEL_FILE), device=spec.device, **options.model_kwargs(algo))
     result: dict[str, Any] = {"spec": spec.to_json(), **trained.info}
