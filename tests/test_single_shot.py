@@ -99,23 +99,30 @@ def _same_run(stopped_dir, whole_dir, stopped, whole):
     assert not list(stopped_dir.glob("checkpoint*"))
 
 
+def _no_time_left_at_step(monkeypatch, step: int) -> None:
+    """The time limit is near at the ``step``-th step (of a run, or of every agent of a batch) and not before."""
+    from sb3_maxdiff.experiments.options import Deadline
+
+    calls = []
+
+    def reserve(self):
+        calls.append(1)
+        return float("inf") if len(calls) == step else 0.0
+
+    monkeypatch.setattr(Deadline, "reserve", reserve)
+
+
 @pytest.mark.parametrize("method", ["maxdiff", "nnmppi", "sac"])
 def test_single_shot_run_stopped_by_its_time_limit_carries_on_exactly(tmp_path, monkeypatch, method):
     import json
 
     from sb3_maxdiff.experiments.execution import execute_run
-    from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
+    from sb3_maxdiff.experiments.options import ExecutionOptions, TimeLimitReached
     from sb3_maxdiff.experiments.training import training_steps_done
 
     spec = _single_shot_spec(method)
     whole = execute_run(spec, str(tmp_path / "whole"))
-    calls = []
-
-    def no_time_left_at_step_170(self):
-        calls.append(1)
-        return float("inf") if len(calls) == 170 else 0.0
-
-    monkeypatch.setattr(Deadline, "reserve", no_time_left_at_step_170)
+    _no_time_left_at_step(monkeypatch, 170)
     with pytest.raises(TimeLimitReached, match="stopped before the time limit at 170 of 300 steps"):
         execute_run(spec, str(tmp_path / "stopped"), options=ExecutionOptions(deadline=1e12))
     run_dir = tmp_path / "stopped" / spec.relpath
@@ -215,18 +222,12 @@ def test_a_single_shot_batch_stopped_by_its_time_limit_carries_on_exactly(tmp_pa
     import json
 
     from sb3_maxdiff.experiments.execution import execute_group
-    from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
+    from sb3_maxdiff.experiments.options import ExecutionOptions, TimeLimitReached
     from sb3_maxdiff.experiments.training import training_steps_done
 
     group = _single_shot_batch(methods=("maxdiff", "nnmppi"), seeds=(0,))
     whole = execute_group(group, str(tmp_path / "whole"))
-    calls = []
-
-    def no_time_left_at_step_170(self):
-        calls.append(1)
-        return float("inf") if len(calls) == 170 else 0.0
-
-    monkeypatch.setattr(Deadline, "reserve", no_time_left_at_step_170)
+    _no_time_left_at_step(monkeypatch, 170)
     with pytest.raises(TimeLimitReached, match="stopped before the time limit at 170 of 300 steps per agent"):
         execute_group(group, str(tmp_path / "stopped"), options=ExecutionOptions(deadline=1e12))
     assert training_steps_done(str(tmp_path / "stopped"), group) == 2 * 170
