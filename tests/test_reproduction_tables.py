@@ -83,6 +83,7 @@ def assert_mean_std_shown_as(per_seed: list[float], cell: str, where: str) -> No
         ("### Light tail, result", "swimmer_light_50k.csv"),
         ("### Result: no detectable difference from either, at 3 seeds", "alpha_auto_light_50k.csv"),
         ("Per seed (bfloat16", "swimmer_bf16_50k.csv"),
+        ("Per seed (retrain", "swimmer_heavy_retrain_50k.csv"),
     ],
 )
 def test_swimmer_per_seed_tables_are_those_of_their_csv(marker, csv_name):
@@ -277,6 +278,7 @@ def test_point_mass_pvalues_are_those_of_their_csv(marker, skip, csv_names, step
     [
         ("| MaxDiff against | training return at 50k", "swimmer_heavy_50k.csv", 3),
         ("| MaxDiff against, light tail |", "swimmer_light_50k.csv", 1),
+        ("| MaxDiff against, retrain |", "swimmer_heavy_retrain_50k.csv", 1),
     ],
 )
 def test_swimmer_tests_are_those_of_the_csv(marker, csv_name, n_rows):
@@ -290,6 +292,29 @@ def test_swimmer_tests_are_those_of_the_csv(marker, csv_name, n_rows):
             x, y = (list(values[quantity][method].values()) for method in ("maxdiff", METHODS[other]))
             assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"MaxDiff vs {other}, {quantity}")
             assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"MaxDiff vs {other}, {quantity} (Welch)")
+
+
+def test_bfloat16_against_float32_table_is_that_of_its_csvs():
+    """The bfloat16 MaxDiff seeds beside the float32 MaxDiff seeds 0-2 of the heavy-tail retrain, seed by seed."""
+    bf16, float32 = (
+        per_seed_values(str(REPRODUCTION / name), [50_000])
+        for name in ("swimmer_bf16_50k.csv", "swimmer_heavy_retrain_50k.csv")
+    )
+    columns = [
+        (bf16, "last episode at 50,000"),
+        (float32, "last episode at 50,000"),
+        (bf16, EVALUATION),
+        (float32, EVALUATION),
+    ]
+    _, rows = table_after("| bfloat16 against float32")
+    assert [row[0] for row in rows] == ["0", "1", "2", "mean +/- std"]
+    for seed, *cells in rows:
+        for (values, quantity), cell in zip(columns, cells):
+            per_seed = [values[quantity]["maxdiff"][index] for index in range(3)]
+            if seed.isdigit():
+                assert_shown_as(per_seed[int(seed)], cell, f"{quantity}, seed {seed}")
+            else:
+                assert_mean_std_shown_as(per_seed, cell, quantity)
 
 
 @pytest.mark.parametrize(
