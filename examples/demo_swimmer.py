@@ -1,23 +1,27 @@
 """
-MaxDiff RL vs NN-MPPI on the heavy-tail Swimmer, where MaxDiff pulls ahead.
+MaxDiff RL vs NN-MPPI on the heavy-tail Swimmer, where MaxDiff pulls ahead in one of two 5-seed runs.
 
-``examples/models/`` keeps one agent of each method trained for 50,000 steps by the experiment runner
-(seed 0 of the Swimmer runs in REPRODUCTION.md: the first seed, not the best one). The demo
+REPRODUCTION.md has two runs of the same comparison, 5 seeds per method and 50,000 steps each: run 1 (on a CPU,
+2026-11-25, ``docs/reproduction/swimmer_heavy_50k.csv``), where every MaxDiff seed ended above every NN-MPPI seed,
+and run 2 (on a GPU, 2026-11-27, ``swimmer_heavy_retrain_50k.csv``), where four MaxDiff seeds of five did. The
+kept agents are seed 0 of run 1 (``examples/models/``, the first seed rather than the best) and every seed of run 2
+(``docs/reproduction/models/``). The demo
 
-1. reads the 5-seed runs of each method from ``docs/reproduction/swimmer_heavy_50k.csv`` and tests them
-   (two-sided Mann-Whitney on the per-seed training return at 50k steps and final evaluation);
+1. reads both runs from their per-episode CSVs and tests each (two-sided Mann-Whitney on the per-seed training
+   return at 50k steps and final evaluation);
 2. runs one episode of each kept agent from the same start;
 3. trains a MaxDiff agent live for a short while (``MaxDiffMPPI(...).learn``, the published Swimmer settings,
    with a progress bar): far too few steps to swim well, but the main job of the package running on your machine;
 
-and saves a figure with the tips' (x, y) paths, a filmstrip of each kept swimmer (MuJoCo's offscreen frames
-from the tracking camera where a renderer is available, the bodies' positions drawn otherwise), and the training
-curves of every seed with the paper's points and the test::
+and saves a figure with the tips' (x, y) paths, a filmstrip of each method's first kept swimmer (MuJoCo's offscreen
+frames from the tracking camera where a renderer is available, the bodies' positions drawn otherwise), and the
+training curves of every seed of both runs with the paper's points and the tests::
 
     python examples/demo_swimmer.py --out demo_output
 
-Planning 1,000 steps takes about half a minute per agent on one CPU core (K = 500 samples, horizon 40); the live
-training, which also updates the model 5 times per step, about a minute per 1,000 steps.
+Planning 1,000 steps takes about half a minute per agent on one CPU core (K = 500 samples, horizon 40), so the 12
+kept agents take about three minutes in two processes; the live training, which also updates the model 5 times per
+step, about a minute per 1,000 steps.
 """
 
 import argparse
@@ -50,14 +54,26 @@ from sb3_maxdiff.experiments.report import published_points
 from sb3_maxdiff.experiments.stats import mann_whitney_pvalue
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPRODUCTION = os.path.join(HERE, "..", "docs", "reproduction")
 ALGOS = {"MaxDiff": MaxDiffMPPI, "NN-MPPI": NNMPPI}
-# the kept agents of each method, each run for one episode: (seed of its training run, model file)
-MODELS = {
-    "MaxDiff": [(0, os.path.join(HERE, "models", "swimmer_heavy_maxdiff_seed0.zip"))],
-    "NN-MPPI": [(0, os.path.join(HERE, "models", "swimmer_heavy_nnmppi_seed0.zip"))],
-}
-CURVES_CSV = os.path.join(HERE, "..", "docs", "reproduction", "swimmer_heavy_50k.csv")
 CSV_METHODS = {"maxdiff": "MaxDiff", "nnmppi": "NN-MPPI"}
+# the two 5-seed runs of the comparison: name -> (per-episode CSV, line style of its curves)
+RUNS = {
+    "run 1 (CPU, 2026-11-25)": (os.path.join(REPRODUCTION, "swimmer_heavy_50k.csv"), "-"),
+    "run 2 (GPU, 2026-11-27)": (os.path.join(REPRODUCTION, "swimmer_heavy_retrain_50k.csv"), "--"),
+}
+RUN_1, RUN_2 = RUNS
+# the kept agents of each method, each run for one episode: (its run, its seed, model file)
+MODELS = {
+    name: [
+        (RUN_1, 0, os.path.join(HERE, "models", f"swimmer_heavy_{method}_seed0.zip")),
+        *(
+            (RUN_2, seed, os.path.join(REPRODUCTION, "models", f"swimmer_heavy_retrain_50k_{method}_seed{seed}.zip"))
+            for seed in range(5)
+        ),
+    ]
+    for method, name in CSV_METHODS.items()
+}
 BODIES = ("torso", "mid", "back")
 COLORS = {"MaxDiff": "tab:blue", "NN-MPPI": "tab:orange"}
 
@@ -96,22 +112,22 @@ def run_episode(name: str, path: str, steps: int, seed: int, frames_at: list[int
 def run_kept_agents(steps: int, seed: int, frames_at: list[int], render: bool, jobs: int) -> dict[str, list[dict]]:
     """
     One episode of every kept agent from the same start, ``jobs`` at a time in processes of their own; frames of
-    each method's first agent only. method -> its agents' episodes, each with its run's seed.
+    each method's first agent only. method -> its agents' episodes, each with its run and seed.
     """
     tasks = [
-        (name, run_seed, path, frames_at if index == 0 else [])
+        (name, run, run_seed, path, frames_at if index == 0 else [])
         for name, kept in MODELS.items()
-        for index, (run_seed, path) in enumerate(kept)
+        for index, (run, run_seed, path) in enumerate(kept)
     ]
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [
             pool.submit(run_episode, name, path, steps, seed, frames, render and bool(frames))
-            for name, _, path, frames in tasks
+            for name, _, _, path, frames in tasks
         ]
         done = [future.result() for future in futures]
     episodes: dict[str, list[dict]] = defaultdict(list)
-    for (name, run_seed, _, _), episode in zip(tasks, done):
-        episodes[name].append({**episode, "seed": run_seed})
+    for (name, run, run_seed, _, _), episode in zip(tasks, done):
+        episodes[name].append({**episode, "run": run, "seed": run_seed})
     return dict(episodes)
 
 
@@ -171,16 +187,25 @@ def renderer_works() -> bool:
         return False
 
 
-def test_lines(test: dict[str, dict[str, Any]]) -> list[str]:
-    """One line per tested quantity: mean +/- std (ddof 1) of each method over its seeds, and the p value."""
+def test_lines(tests: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """
+    One line per run and tested quantity: mean +/- std (ddof 1) of each method over its seeds, and the p value.
+    ``tests``: run -> quantity -> what :func:`test_from_csv` found.
+    """
     lines = []
-    for label, found in test.items():
-        summaries = [
-            f"{name} {np.mean(found[name]):.1f} +/- {np.std(found[name], ddof=1):.1f}" for name in ("MaxDiff", "NN-MPPI")
-        ]
-        seeds = len(found["MaxDiff"])
-        lines.append(f"{label}, {seeds} seeds each: {' vs '.join(summaries)}, Mann-Whitney p = {found['p']:.3f}")
+    for run, test in tests.items():
+        for label, found in test.items():
+            summaries = [
+                f"{name} {np.mean(found[name]):.1f} +/- {np.std(found[name], ddof=1):.1f}" for name in ("MaxDiff", "NN-MPPI")
+            ]
+            seeds = len(found["MaxDiff"])
+            lines.append(f"{run}, {label}, {seeds} seeds each: {' vs '.join(summaries)}, Mann-Whitney p = {found['p']:.3f}")
     return lines
+
+
+def short(run: str) -> str:
+    """ "run 1" of "run 1 (CPU, 2026-11-25)"."""
+    return run.split(" (")[0]
 
 
 def draw(
@@ -188,18 +213,18 @@ def draw(
     frames_at: list[int],
     rendered: bool,
     out: str,
-    test: dict[str, dict[str, Any]] | None = None,
+    tests: dict[str, dict[str, dict[str, Any]]],
     live: dict[str, Any] | None = None,
 ) -> str:
-    """The figure: every kept agent's tip path, the runs' curves with the test, a filmstrip of each method's first agent."""
+    """The figure: every kept agent's tip path, the runs' curves with the tests, a filmstrip of each method's first agent."""
     figure = plt.figure(figsize=(13, 4.2 + 1.9 * len(episodes)), layout="constrained")
     top, bottom = figure.subfigures(2, 1, height_ratios=[4.2, 1.9 * len(episodes)])
     paths, curves = top.subplots(1, 2, width_ratios=[1, 1.4])
     for name, kept in episodes.items():
-        seeds = ", ".join(f"{episode['return']:.1f} (seed {episode['seed']})" for episode in kept)
+        returns = ", ".join(f"{episode['return']:.0f}" for episode in kept)
         for index, episode in enumerate(kept):
             tip = episode["tip"]
-            label = f"{name}: return {seeds}" if index == 0 else None
+            label = f"{name}, {len(kept)} agents: return {returns}" if index == 0 else None
             paths.plot(tip[:, 0], tip[:, 1], color=COLORS[name], linewidth=1.4 if index == 0 else 0.8, label=label)
             paths.scatter(*tip[-1], color=COLORS[name], marker="o")
     if live is not None and len(live["tip"]):
@@ -211,21 +236,24 @@ def draw(
     paths.set(xlabel="x (m)", ylabel="y (m)", title=f"tip paths, one {len(first['tip']) - 1}-step episode per kept agent")
     paths.axis("equal")
     paths.legend(fontsize=8)
-    if os.path.exists(CURVES_CSV):
-        for name, seeds in read_curves(CURVES_CSV).items():
+    last_step = 0
+    for run, (path, style) in RUNS.items():
+        if not os.path.exists(path):
+            continue
+        for name, seeds in read_curves(path).items():
             for index, (ends, returns) in enumerate(seeds.values()):
-                label = f"{name}, {len(seeds)} seeds" if index == 0 else None
-                curves.plot(ends, returns, color=COLORS[name], alpha=0.6, linewidth=0.8, label=label)
-            method = next(key for key, label in CSV_METHODS.items() if label == name)
-            last_step = max(int(ends[-1]) for ends, _ in seeds.values())
+                label = f"{name}, {short(run)}, {len(seeds)} seeds" if index == 0 else None
+                curves.plot(ends, returns, style, color=COLORS[name], alpha=0.6, linewidth=0.8, label=label)
+                last_step = max(last_step, int(ends[-1]))
+    if last_step:
+        for method, name in CSV_METHODS.items():
             steps, means = zip(*published_points(PRESETS["swimmer-methods"], "heavy", method, last_step))
             curves.scatter(steps, means, color=COLORS[name], marker="x", s=70, zorder=3, label=f"{name}, paper (mean)")
-        title = "training, every seed" if test is None else "training, every seed\n" + "\n".join(test_lines(test))
         curves.set(xlabel="environment steps", ylabel="training episode return")
-        curves.set_title(title, fontsize=8 if test else None)
-        curves.legend(fontsize=8)
+        curves.set_title("training, every seed of both runs\n" + "\n".join(test_lines(tests)), fontsize=7)
+        curves.legend(fontsize=7)
     else:
-        curves.text(0.5, 0.5, f"{CURVES_CSV} not found", ha="center", va="center")
+        curves.text(0.5, 0.5, "the runs' CSVs were not found", ha="center", va="center")
     strip = bottom.subplots(len(episodes), len(frames_at), squeeze=False)
     for row, (name, kept) in enumerate(episodes.items()):
         episode = kept[0]
@@ -239,7 +267,7 @@ def draw(
                 axis.plot(shot[:, 0], shot[:, 1], "-o", color=COLORS[name], markersize=3)
                 axis.set_aspect("equal")
                 axis.tick_params(labelsize=6)
-            axis.set_title(f"{name} seed {episode['seed']}, step {step}", fontsize=8)
+            axis.set_title(f"{name}, {short(episode['run'])} seed {episode['seed']}, step {step}", fontsize=8)
         for axis in strip[row, len(episode["shots"]) :]:  # the episode ended before these steps
             axis.set_visible(False)
     path = os.path.join(out, "swimmer_paths_and_curves.png")
@@ -265,22 +293,31 @@ def main() -> None:
         )
     th.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
-    test = test_from_csv(CURVES_CSV) if os.path.exists(CURVES_CSV) else None
-    for line in test_lines(test) if test else [f"{CURVES_CSV} not found: no test"]:
+    tests = {run: test_from_csv(path) for run, (path, _) in RUNS.items() if os.path.exists(path)}
+    for run, (path, _) in RUNS.items():
+        if run not in tests:
+            print(f"{run}: {path} not found, not tested")
+    for line in test_lines(tests):
         print(line)
     rendered = not args.no_render and renderer_works()
     frames_at = [round(float(value)) for value in np.linspace(0, args.steps, args.frames)]
     episodes = run_kept_agents(args.steps, args.seed, frames_at, rendered, args.jobs)
     summary: dict[str, Any] = {
         name: [
-            {"seed": e["seed"], "return": e["return"], "x_travelled": float(e["tip"][-1, 0] - e["tip"][0, 0])} for e in kept
+            {
+                "run": short(e["run"]),
+                "seed": e["seed"],
+                "return": e["return"],
+                "x_travelled": float(e["tip"][-1, 0] - e["tip"][0, 0]),
+            }
+            for e in kept
         ]
         for name, kept in episodes.items()
     }
     for name, kept in summary.items():
         for values in kept:
             print(
-                f"{name} seed {values['seed']} (kept, 50k steps): return {values['return']:.1f}, "
+                f"{name} {values['run']} seed {values['seed']} (kept, 50k steps): return {values['return']:.1f}, "
                 f"tip moved {values['x_travelled']:+.2f} m along x"
             )
     live = None
@@ -289,11 +326,10 @@ def main() -> None:
         shown = ", ".join(f"{value:.1f}" for value in live["returns"]) or "none finished"
         print(f"MaxDiff trained here for {args.train_steps} steps: episode returns {shown}")
         summary["live"] = {"steps": args.train_steps, "returns": live["returns"]}
-    if test:
-        summary["test"] = test
+    summary["tests"] = tests
     with open(os.path.join(args.out, "swimmer_returns.json"), "w") as file:
         json.dump(summary, file, indent=1)
-    figure = draw(episodes, frames_at, rendered, args.out, test, live)
+    figure = draw(episodes, frames_at, rendered, args.out, tests, live)
     print(f"figure: {figure} ({'MuJoCo frames' if rendered else 'bodies drawn'})")
 
 
