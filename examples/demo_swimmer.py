@@ -187,10 +187,10 @@ def renderer_works() -> bool:
         return False
 
 
-def test_lines(tests: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+def test_lines(tests: dict[str, dict[str, dict[str, Any]]], compact: bool = False) -> list[str]:
     """
     One line per run and tested quantity: mean +/- std (ddof 1) of each method over its seeds, and the p value.
-    ``tests``: run -> quantity -> what :func:`test_from_csv` found.
+    ``tests``: run -> quantity -> what :func:`test_from_csv` found; ``compact``: short lines for the figure.
     """
     lines = []
     for run, test in tests.items():
@@ -198,8 +198,13 @@ def test_lines(tests: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
             summaries = [
                 f"{name} {np.mean(found[name]):.1f} +/- {np.std(found[name], ddof=1):.1f}" for name in ("MaxDiff", "NN-MPPI")
             ]
-            seeds = len(found["MaxDiff"])
-            lines.append(f"{run}, {label}, {seeds} seeds each: {' vs '.join(summaries)}, Mann-Whitney p = {found['p']:.3f}")
+            if compact:
+                lines.append(f"{short(run)}, {label}: {' vs '.join(summaries)}, p = {found['p']:.3f}")
+            else:
+                seeds = len(found["MaxDiff"])
+                lines.append(
+                    f"{run}, {label}, {seeds} seeds each: {' vs '.join(summaries)}, Mann-Whitney p = {found['p']:.3f}"
+                )
     return lines
 
 
@@ -250,7 +255,9 @@ def draw(
             steps, means = zip(*published_points(PRESETS["swimmer-methods"], "heavy", method, last_step))
             curves.scatter(steps, means, color=COLORS[name], marker="x", s=70, zorder=3, label=f"{name}, paper (mean)")
         curves.set(xlabel="environment steps", ylabel="training episode return")
-        curves.set_title("training, every seed of both runs\n" + "\n".join(test_lines(tests)), fontsize=7)
+        curves.set_title(
+            "training, every seed of both runs (Mann-Whitney)\n" + "\n".join(test_lines(tests, compact=True)), fontsize=7
+        )
         curves.legend(fontsize=7)
     else:
         curves.text(0.5, 0.5, "the runs' CSVs were not found", ha="center", va="center")
