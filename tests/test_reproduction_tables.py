@@ -530,16 +530,23 @@ def test_light_tail_window_means_are_those_of_the_csv_and_of_the_published_curve
                 assert_shown_as(curve[("light", method)][at], cell, f"{label} at {at}")
 
 
-def test_transfer_tables_are_those_of_their_csvs():
+@pytest.mark.parametrize(
+    "trained_csv, trained_tail, transfer_csv, other_tail",
+    [
+        ("swimmer_light_50k.csv", "light", "swimmer_transfer_light_to_heavy_50k.csv", "heavy"),
+        ("swimmer_heavy_retrain_50k.csv", "heavy", "swimmer_transfer_heavy_to_light_50k.csv", "light"),
+    ],
+)
+def test_transfer_tables_are_those_of_their_csvs(trained_csv, trained_tail, transfer_csv, other_tail):
     """Each seed's mean on the tail it trained on (its final evaluation) and on the other, and the test between methods."""
-    trained = per_seed_values(str(REPRODUCTION / "swimmer_light_50k.csv"), [])[EVALUATION]
-    transfer_csv = "swimmer_transfer_light_to_heavy_50k.csv"
+    trained = per_seed_values(str(REPRODUCTION / trained_csv), [])[EVALUATION]
     transferred = per_seed_values(str(REPRODUCTION / transfer_csv), [])[
-        "evaluation on sb3_maxdiff/Swimmer-heavy-v0 (mean per seed)"
+        f"evaluation on sb3_maxdiff/Swimmer-{other_tail}-v0 (mean per seed)"
     ]
-    header, rows = table_after("| transfer, light to heavy: seed |")
+    direction = f"{trained_tail} to {other_tail}"
+    header, rows = table_after(f"| transfer, {direction}: seed |")
     columns = [
-        (trained if tail == "light" else transferred, METHODS[name]) for name, tail in (c.split(", ") for c in header[1:])
+        (trained if tail == trained_tail else transferred, METHODS[name]) for name, tail in (c.split(", ") for c in header[1:])
     ]
     assert len(rows) == 6
     for seed, *cells in rows:
@@ -548,7 +555,7 @@ def test_transfer_tables_are_those_of_their_csvs():
                 assert_shown_as(values[method][int(seed)], cell, f"{method} seed {seed}")
             else:
                 assert_mean_std_shown_as(list(values[method].values()), cell, f"{method} mean")
-    _, rows = table_after("| MaxDiff against, light to heavy |")
+    _, rows = table_after(f"| MaxDiff against, {direction} |")
     ((other, cell, _),) = rows
     rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", cell).groups()
     x, y = (list(transferred[method].values()) for method in ("maxdiff", METHODS[other]))
