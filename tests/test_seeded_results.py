@@ -41,14 +41,17 @@ RUNS = {
 }
 # platform -> name -> (actions, parameters), as the code gave them: on AVX512 without AMX on 2026-11-24 (commit
 # 78e84a9); on AVX512 with AMX (Sapphire Rapids) on 2026-11-26, from commit 7c34970, which still gave the first
-# platform's digests there (CI)
+# platform's digests there (CI); on AVX2 (AMD EPYC) on 2026-11-27, from commit 5e48881, which gave the AVX512
+# digests there as well
+AVX512 = {
+    "maxdiff-1-authors": ("cb2399608d40fec1643c74183cae6fe0", "28472153b32eb8d9a101ed03fca48ff4"),
+    "nnmppi-1-bounded": ("6b8385516d27fa493c29f1a283cf10f9", "e01ee317f8a05f62e671f66404a5015b"),
+    "maxdiff-3-authors": ("35a6301d5faf09ac440ce5e600793c20", "05e294ca84d8b4aaea314864bdb51768"),
+    "nnmppi-3-bounded": ("e12a52cc6f659d281756af5162ad0c6c", "d74bb47c37fecb4f8be8ec26f42168c1"),
+}
 PINNED = {
-    "torch2.13-AVX512": {
-        "maxdiff-1-authors": ("cb2399608d40fec1643c74183cae6fe0", "28472153b32eb8d9a101ed03fca48ff4"),
-        "nnmppi-1-bounded": ("6b8385516d27fa493c29f1a283cf10f9", "e01ee317f8a05f62e671f66404a5015b"),
-        "maxdiff-3-authors": ("35a6301d5faf09ac440ce5e600793c20", "05e294ca84d8b4aaea314864bdb51768"),
-        "nnmppi-3-bounded": ("e12a52cc6f659d281756af5162ad0c6c", "d74bb47c37fecb4f8be8ec26f42168c1"),
-    },
+    "torch2.13-AVX512": AVX512,
+    "torch2.13-AVX2": AVX512,
     "torch2.13-AVX512-AMX": {
         "maxdiff-1-authors": ("956d86a6d6dc24fc0549ab01326ad440", "2d633d7b2b18e01b2d234638d4da5409"),
         "nnmppi-1-bounded": ("2c597a15fb1584f2bdb88eb2e026d985", "2d348fa3ff0c9704de637a30262e072e"),
