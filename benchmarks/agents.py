@@ -5,12 +5,15 @@ against the same N agents stepped one after the other as single-agent models, in
     python benchmarks/agents.py                          # point mass and Swimmer, N = 1, 4, 10, CPU
     python benchmarks/agents.py --device cuda --configs swimmer --agents 1 10 --cuda-graph
     python benchmarks/agents.py --configs swimmer --agents 4 --mixed   # one mixed batch against two batches
+    python benchmarks/agents.py --device cuda --configs swimmer --agents 20 --cuda-graph --bf16   # bfloat16 planner
 
 A training step is one planner call and ``gradient_steps`` model updates, with each agent's replay column
 holding ``--fill`` random transitions. Figures are ms per agent-step (median over ``--calls`` rounds; in each
 round the batched step and the sequential steps are timed back to back, so a slow spell hits both alike).
 With ``--cuda-graph`` the batched step is also timed with its planner (and, for N > 1, its model updates)
-replayed as CUDA graphs (``cuda_graph=True``), in the same rounds.
+replayed as CUDA graphs (``cuda_graph=True``), in the same rounds. With ``--bf16`` the batched step (graphed with
+``--cuda-graph``) is also timed planning in bfloat16 (``planner_dtype="bfloat16"``), its speed-up taken against the
+same step in float32.
 
 With ``--mixed`` each N is instead a batch of N / 2 MaxDiff agents (alpha 100) and N / 2 NN-MPPI agents (alpha 0,
 control term on) in one model (the runner's ``--batch-cells``), against a MaxDiff batch and an NN-MPPI batch of N / 2
@@ -55,6 +58,11 @@ def measure(name: str, n_agents: int, args: argparse.Namespace) -> dict:
         graphed = make_algorithm(config, args.device, args.fill, n_envs=n_agents, independent_agents=True, cuda_graph=True)
         fill_replay_buffer(graphed, args.fill, rng)
         functions["graphed"] = training_step(graphed, config)
+    if args.bf16:
+        kwargs = dict(n_envs=n_agents, independent_agents=True, cuda_graph=args.cuda_graph, planner_dtype="bfloat16")
+        bf16 = make_algorithm(config, args.device, args.fill, **kwargs)
+        fill_replay_buffer(bf16, args.fill, rng)
+        functions["bf16"] = training_step(bf16, config)
     medians = interleaved_medians(functions, args.calls, args.device)
     row = {
         "config": name,
@@ -66,6 +74,9 @@ def measure(name: str, n_agents: int, args: argparse.Namespace) -> dict:
     if args.cuda_graph:
         row["graphed_ms_per_agent_step"] = medians["graphed"] / n_agents
         row["graph_speedup"] = medians["batched"] / medians["graphed"]
+    if args.bf16:
+        row["bf16_ms_per_agent_step"] = medians["bf16"] / n_agents
+        row["bf16_speedup"] = medians["graphed" if args.cuda_graph else "batched"] / medians["bf16"]
     return row
 
 
@@ -115,6 +126,11 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--fill", type=int, default=10_000, help="transitions in each agent's replay column")
     parser.add_argument("--cuda-graph", action="store_true", help="also time the batched step with cuda_graph=True")
+    parser.add_argument(
+        "--bf16",
+        action="store_true",
+        help="also time the batched step (graphed with --cuda-graph) planning in bfloat16, against its float32 twin",
+    )
     parser.add_argument("--mixed", action="store_true", help="one mixed MaxDiff + NN-MPPI batch against two batches")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
@@ -132,10 +148,15 @@ def main() -> None:
         return
     rows = [measure(name, n_agents, args) for name in args.configs for n_agents in args.agents]
     graph_head, graph_rule = (" graphed ms / agent-step | graph speed-up |", "---|---|") if args.cuda_graph else ("", "")
+    if args.bf16:
+        graph_head += f" {'graphed, ' if args.cuda_graph else ''}bfloat16 planner ms / agent-step | bfloat16 speed-up |"
+        graph_rule += "---|---|"
     print(f"\n| config | N agents | batched ms / agent-step | sequential ms / agent-step | batched speed-up |{graph_head}")
     print(f"|---|---|---|---|---|{graph_rule}")
     for row in rows:
         graph_cells = f" {row['graphed_ms_per_agent_step']:.2f} | {row['graph_speedup']:.2f}x |" if args.cuda_graph else ""
+        if args.bf16:
+            graph_cells += f" {row['bf16_ms_per_agent_step']:.2f} | {row['bf16_speedup']:.2f}x |"
         print(
             f"| {row['config']} | {row['n_agents']} | {row['batched_ms_per_agent_step']:.2f} | "
             f"{row['sequential_ms_per_agent_step']:.2f} | {row['speedup']:.2f}x |{graph_cells}"

@@ -9,6 +9,7 @@ the Swimmer's always are).
 
     python benchmarks/runner_end_to_end.py --device cuda --cuda-graph --seeds 10 --steps 2000   # 20 agents on a GPU
     python benchmarks/runner_end_to_end.py --seeds 2 --steps 300                               # 4 agents on a CPU
+    python benchmarks/runner_end_to_end.py --device cuda --cuda-graph --configurations mixed --env-threads 16
 
 The defaults are the heavy-tail Swimmer of ``swimmer-methods`` (MaxDiff alpha 100 and NN-MPPI, the reduced budget's
 5 evaluation episodes of 1,000 steps per seed).
@@ -22,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+CONFIGURATIONS = {"mixed": ("one mixed batch", "--batch-cells"), "per-method": ("a batch per method", "--batch-seeds")}
 
 
 def run_configuration(batching: str, args: argparse.Namespace, out: str) -> float:
@@ -49,6 +52,8 @@ def run_configuration(batching: str, args: argparse.Namespace, out: str) -> floa
         "1",
         "--threads",
         str(args.threads),
+        "--env-threads",
+        str(args.env_threads),
         "--device",
         args.device,
         "--out",
@@ -103,12 +108,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cuda-graph", action="store_true")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--env-threads", type=int, default=1, help="the runner's --env-threads (1: one after the other)")
+    parser.add_argument(
+        "--configurations",
+        nargs="+",
+        choices=sorted(CONFIGURATIONS),
+        default=list(CONFIGURATIONS),
+        help="which of the two to run (default: both, the mixed batch first)",
+    )
     parser.add_argument("--json", default=None, help="also write the rows to this file")
     parser.add_argument("--quiet", action="store_true", help="leave out the runner's own output (shown if it fails)")
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as directory:
-        for label, batching in (("one mixed batch", "--batch-cells"), ("a batch per method", "--batch-seeds")):
+        for label, batching in (CONFIGURATIONS[name] for name in args.configurations):
             out = os.path.join(directory, batching.strip("-"))
             wall = run_configuration(batching, args, out)
             rows.append({"configuration": label, "wall_seconds": wall, **per_agent_step_costs(out)})

@@ -276,3 +276,34 @@ def test_a_run_may_resume_on_another_device_and_notes_it(tmp_path, monkeypatch):
     (note,) = json.loads((run_dir / "resumes.json").read_text())
     assert note["device"] == ("cuda:0" if th.cuda.is_available() else "cpu")
     assert note["exact"] is not th.cuda.is_available()  # exact only where it stayed on the kind of device it started on
+
+
+def test_a_batch_stepped_in_threads_trains_and_evaluates_as_one_after_the_other(tmp_path):
+    """--env-threads: the same episodes, parameters and batched evaluation as the environments stepped in turn."""
+    import numpy as np
+
+    specs = smoke_batch()
+    serial, threaded = str(tmp_path / "serial"), str(tmp_path / "threaded")
+    first = execute_group(specs, serial, options=ExecutionOptions(batch_eval=True))
+    second = execute_group(specs, threaded, options=ExecutionOptions(batch_eval=True, env_threads=3))
+    for spec, one, other in zip(specs, first, second):
+        assert one["eval_returns"] == other["eval_returns"]
+        assert [(row["r"], row["l"]) for row in _monitor_rows(serial, spec)] == [
+            (row["r"], row["l"]) for row in _monitor_rows(threaded, spec)
+        ]
+        params = [_parameters(os.path.join(out, spec.relpath, "model.zip")) for out in (serial, threaded)]
+        for key in params[0]:
+            np.testing.assert_array_equal(params[0][key].numpy(), params[1][key].numpy(), err_msg=key)
+
+
+def test_env_threads_reaches_the_runs_and_must_be_positive(tmp_path, monkeypatch, capsys):
+    from sb3_maxdiff.experiments import runner
+
+    seen = []
+    monkeypatch.setattr(runner, "run_specs", lambda specs, out, jobs, options, *rest: seen.append(options) or ([], []))
+    args = ["run", "point-mass-beta", "--budget", "smoke", "--seeds", "1", "--out", str(tmp_path)]
+    experiments_main([*args, "--env-threads", "4"])
+    assert seen[0].env_threads == 4
+    with pytest.raises(SystemExit):
+        experiments_main([*args, "--env-threads", "0"])
+    assert "--env-threads" in capsys.readouterr().err

@@ -35,13 +35,15 @@ def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path):
     """The seed-batching command of BENCHMARKS.md, with one round and a small replay column."""
     out = tmp_path / "agents.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "agents.py"), "--configs", "point-mass", "--agents", "2",
-               "--calls", "1", "--fill", "500", "--cuda-graph", "--json", str(out)]  # fmt: skip
+               "--calls", "1", "--fill", "500", "--cuda-graph", "--bf16", "--json", str(out)]  # fmt: skip
     printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
-    assert "| point-mass | 2 |" in printed and "graph speed-up" in printed
+    assert "| point-mass | 2 |" in printed and "graph speed-up" in printed and "bfloat16 speed-up" in printed
     (row,) = json.loads(out.read_text())["rows"]
     assert row["n_agents"] == 2
-    for key in ("batched_ms_per_agent_step", "sequential_ms_per_agent_step", "speedup", "graphed_ms_per_agent_step"):
+    for key in ("batched_ms_per_agent_step", "sequential_ms_per_agent_step", "speedup", "graphed_ms_per_agent_step",
+                "bf16_ms_per_agent_step"):  # fmt: skip
         assert row[key] > 0, key
+    assert row["bf16_speedup"] == pytest.approx(row["graphed_ms_per_agent_step"] / row["bf16_ms_per_agent_step"])
     assert row["speedup"] == pytest.approx(row["sequential_ms_per_agent_step"] / row["batched_ms_per_agent_step"])
 
 
@@ -211,3 +213,29 @@ def test_end_to_end_benchmark_runs_both_configurations(tmp_path):
     ]
     assert all(row["train_ms_per_agent_step"] > 0 and row["eval_ms_per_agent_step"] > 0 for row in rows)
     assert "| one mixed batch | 2 |" in printed and "| a batch per method | 1 + 1 |" in printed
+
+
+def test_end_to_end_benchmark_runs_one_configuration_with_threaded_environments(tmp_path):
+    """--configurations mixed --env-threads 2: the mixed batch alone, its environments stepped in threads."""
+    out = tmp_path / "e2e.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "runner_end_to_end.py"), "--preset", "point-mass-beta",
+               "--setting", "beta=1", "--budget", "smoke", "--seeds", "1", "--steps", "150", "--quiet",
+               "--configurations", "mixed", "--env-threads", "2", "--json", str(out)]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+    written = json.loads(out.read_text())
+    assert [(row["configuration"], row["batches"]) for row in written["rows"]] == [("one mixed batch", [2])]
+    assert written["args"]["env_threads"] == 2
+
+
+def test_env_threads_benchmark_times_each_setting(tmp_path):
+    """The environment-stepping command of BENCHMARKS.md, tiny: 3 point masses, one after the other and 2 threads."""
+    out = tmp_path / "env.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "env_threads.py"), "--env", "sb3_maxdiff/PointMass-beta1-v0",
+               "--envs", "3", "--threads", "2", "--steps", "20", "--rounds", "1", "--json", str(out)]  # fmt: skip
+    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    rows = json.loads(out.read_text())["rows"]
+    assert [(row["n_envs"], row["setting"]) for row in rows] == [(3, "one after the other"), (3, "2 threads")]
+    assert rows[0]["speedup"] == 1.0 and rows[1]["speedup"] == pytest.approx(
+        rows[0]["ms_per_batch_step"] / rows[1]["ms_per_batch_step"]
+    )
+    assert "| 3 | 2 threads |" in printed

@@ -12,6 +12,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 import sb3_maxdiff  # noqa: F401  (registers the environments)
+from sb3_maxdiff.common.vec_env import ThreadedVecEnv
 from sb3_maxdiff.experiments.single_shot import make_single_shot_env
 from sb3_maxdiff.experiments.specs import MONITOR_FILE, RunSpec
 
@@ -53,8 +54,17 @@ class SeedOffset(gym.Wrapper):
         return self.env.reset(seed=None if seed is None else seed + self.offset, options=options)
 
 
-def training_env(specs: list[RunSpec], run_dirs: list[str], resume: bool) -> DummyVecEnv:
-    """One monitored environment per run; environment i follows seed i of ``specs`` wherever SB3 seeds the VecEnv."""
+def batch_env(env_fns: list, env_threads: int = 1) -> DummyVecEnv:
+    """The environments of ``env_fns`` as one VecEnv, stepped in ``env_threads`` threads (1: one after the other)."""
+    return DummyVecEnv(env_fns) if env_threads == 1 else ThreadedVecEnv(env_fns, env_threads)
+
+
+def training_env(specs: list[RunSpec], run_dirs: list[str], resume: bool, env_threads: int = 1) -> DummyVecEnv:
+    """
+    One monitored environment per run; environment i follows seed i of ``specs`` wherever SB3 seeds the VecEnv.
+
+    :param env_threads: threads that step them (1: one after the other)
+    """
 
     def make(index: int, spec: RunSpec, run_dir: str) -> Any:
         def build() -> gym.Env:
@@ -65,4 +75,4 @@ def training_env(specs: list[RunSpec], run_dirs: list[str], resume: bool) -> Dum
 
         return build
 
-    return DummyVecEnv([make(index, spec, run_dir) for index, (spec, run_dir) in enumerate(zip(specs, run_dirs))])
+    return batch_env([make(index, spec, run_dir) for index, (spec, run_dir) in enumerate(zip(specs, run_dirs))], env_threads)

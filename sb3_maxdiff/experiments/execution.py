@@ -15,6 +15,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from sb3_maxdiff.common.vec_env import EnvStepper
 from sb3_maxdiff.experiments.algos import get_algo
 from sb3_maxdiff.experiments.batching import batch_algo, batch_key, batch_kwargs, is_batchable
 from sb3_maxdiff.experiments.environments import make_env
@@ -97,34 +98,39 @@ def _evaluate_batch(specs: list[RunSpec], out: str, progress: Progress, options:
     The evaluation of :func:`_evaluate` for the runs of a batch at once: each run's agent on its own environment
     (reset with the same seeds, so the same starts), one batched planner call per step for all of them, the
     planner's noise from torch's global stream seeded with the first run's evaluation seed. A run whose episodes
-    are done waits (its agent is still planned for, its environment not stepped) until every run is done.
+    are done waits (its agent is still planned for, its environment not stepped) until every run is done. The
+    environments of a step are stepped in ``options.env_threads`` threads.
     """
     start = time.perf_counter()
     returns: list[dict[str, list[float]]] = [{} for _ in specs]
-    for index in range(len(specs[0].eval_env_ids)):
-        envs = [Monitor(make_env(spec.eval_env_ids[index], spec)) for spec in specs]
-        batch = _batch_for_evaluation(specs, out, options, DummyVecEnv([lambda env=env: env for env in envs]))
-        for env, spec in zip(envs, specs):
-            env.reset(seed=_evaluation_seed(spec, index))  # then a reset without a seed, as evaluate_policy does
-        batch.set_random_seed(_evaluation_seed(specs[0], index))
-        obs = np.stack([env.reset()[0] for env in envs])
-        episodes: list[list[float]] = [[] for _ in specs]
-        totals, starts, state = np.zeros(len(specs)), np.ones(len(specs), dtype=bool), None
-        while any(len(done) < spec.eval_episodes for done, spec in zip(episodes, specs)):
-            actions, state = batch.predict(obs, state=state, episode_start=starts, deterministic=False)
-            starts = np.zeros(len(specs), dtype=bool)
-            for row, (env, spec) in enumerate(zip(envs, specs)):
-                if len(episodes[row]) == spec.eval_episodes:
-                    continue
-                obs[row], reward, terminated, truncated, _ = env.step(actions[row])
-                totals[row] += float(reward)
-                progress()
-                if terminated or truncated:
-                    episodes[row].append(float(totals[row]))
-                    totals[row], starts[row] = 0.0, True
-                    obs[row] = env.reset()[0]
-        for row, spec in enumerate(specs):
-            returns[row][spec.eval_env_ids[index]] = episodes[row]
+    stepper = EnvStepper(options.env_threads)
+    try:
+        for index in range(len(specs[0].eval_env_ids)):
+            envs = [Monitor(make_env(spec.eval_env_ids[index], spec)) for spec in specs]
+            batch = _batch_for_evaluation(specs, out, options, DummyVecEnv([lambda env=env: env for env in envs]))
+            for env, spec in zip(envs, specs):
+                env.reset(seed=_evaluation_seed(spec, index))  # then a reset without a seed, as evaluate_policy does
+            batch.set_random_seed(_evaluation_seed(specs[0], index))
+            obs = np.stack([env.reset()[0] for env in envs])
+            episodes: list[list[float]] = [[] for _ in specs]
+            totals, starts, state = np.zeros(len(specs)), np.ones(len(specs), dtype=bool), None
+            while any(len(done) < spec.eval_episodes for done, spec in zip(episodes, specs)):
+                actions, state = batch.predict(obs, state=state, episode_start=starts, deterministic=False)
+                starts = np.zeros(len(specs), dtype=bool)
+                rows = [row for row, spec in enumerate(specs) if len(episodes[row]) < spec.eval_episodes]
+                outcomes = stepper.step([envs[row] for row in rows], actions[rows])
+                for row, (next_obs, reward, terminated, truncated, _) in zip(rows, outcomes):
+                    obs[row] = next_obs
+                    totals[row] += float(reward)
+                    progress()
+                    if terminated or truncated:
+                        episodes[row].append(float(totals[row]))
+                        totals[row], starts[row] = 0.0, True
+                        obs[row] = envs[row].reset()[0]
+            for row, spec in enumerate(specs):
+                returns[row][spec.eval_env_ids[index]] = episodes[row]
+    finally:
+        stepper.close()
     seconds = time.perf_counter() - start
     return [{"eval_returns": own, "eval_seconds": seconds, "evaluation": "batched"} for own in returns]
 

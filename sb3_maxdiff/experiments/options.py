@@ -23,12 +23,15 @@ class ExecutionOptions:
         :class:`TimeLimitReached` before it (see :class:`Deadline`); None: no limit
     :param batch_eval: evaluate the runs of a batch together, one batched planner call per step (their random
         draws differ from the one-at-a-time evaluation, which the published runs used; each result says which)
+    :param env_threads: threads that step the environments of a batch (training and batched evaluation); 1: one
+        after the other. The same results either way: each environment steps on its own state and generator
     """
 
     threads: int = 1
     cuda_graph: bool = False
     deadline: float | None = None
     batch_eval: bool = False
+    env_threads: int = 1
 
     def model_kwargs(self, algo: type) -> dict[str, Any]:
         """

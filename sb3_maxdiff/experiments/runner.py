@@ -321,6 +321,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         "spec; result.json says which evaluation a run had)",
     )
     parser.add_argument(
+        "--env-threads",
+        type=positive_int,
+        default=1,
+        help="step the environments of a batch (--batch-seeds, --batch-cells) in this many threads, in training and "
+        "in --batch-eval (MuJoCo simulates without Python's lock); the same results as one after the other (the "
+        "default); worth it where the planner runs on a GPU and the host's cores are free (not part of a run's spec)",
+    )
+    parser.add_argument(
         "--time-limit",
         type=duration_seconds,
         default=None,
@@ -351,7 +359,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     deadline = None if args.time_limit is None else time.time() + args.time_limit
     if deadline is not None and args.ray_address is not None:
         parser.error("--time-limit stops local runs (Ray restarts a stopped task from scratch); leave out --ray-address")
-    options = ExecutionOptions(threads=args.threads, cuda_graph=args.cuda_graph, deadline=deadline, batch_eval=args.batch_eval)
+    options = ExecutionOptions(
+        threads=args.threads,
+        cuda_graph=args.cuda_graph,
+        deadline=deadline,
+        batch_eval=args.batch_eval,
+        env_threads=args.env_threads,
+    )
     skipped, failed = run_specs(
         specs, args.out, args.jobs, options, args.ray_address, args.batch_seeds, args.gpus_per_run, args.batch_cells
     )

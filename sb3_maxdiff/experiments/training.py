@@ -19,7 +19,6 @@ import time
 from typing import Any, NamedTuple
 
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_maxdiff.common.callbacks import ErgodicityLogger
 from sb3_maxdiff.experiments.algos import get_algo
@@ -35,7 +34,7 @@ from sb3_maxdiff.experiments.checkpoints import (
     save_checkpoint,
     truncate_monitor,
 )
-from sb3_maxdiff.experiments.environments import SeedOffset, make_env, training_env
+from sb3_maxdiff.experiments.environments import SeedOffset, batch_env, make_env, training_env
 from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
 from sb3_maxdiff.experiments.single_shot import WindowReturnLogger, learn_single_shot
 from sb3_maxdiff.experiments.specs import (
@@ -202,7 +201,7 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
         for run_dir, episodes in zip(run_dirs, checkpoint["episodes"]):
             truncate_monitor(os.path.join(run_dir, MONITOR_FILE), episodes)
         stem = os.path.join(directory, f"checkpoint_{checkpoint['timesteps']}")
-        env = training_env(specs, run_dirs, resume=True)
+        env = training_env(specs, run_dirs, resume=True, env_threads=options.env_threads)
         model = algo.load(f"{stem}.zip", env=env, device=first.device, **options.model_kwargs(algo))
         model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
         done, episodes, visited = checkpoint["agent_timesteps"], checkpoint["episodes"], checkpoint["visited_cells"]
@@ -217,7 +216,7 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
             record_resume(run_dir, kept, done, exact and same_device, device=str(model.device))
     else:
         _forget_earlier_tries(directory, run_dirs)
-        env = training_env(specs, run_dirs, resume=False)
+        env = training_env(specs, run_dirs, resume=False, env_threads=options.env_threads)
         model = _new_model(specs, env, options, **({"independent_agents": True} if batched else {}))
         done, episodes, visited = 0, [0] * len(specs), [[] for _ in specs]
     if (batched or done) and not exact:
@@ -227,8 +226,11 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
     return model, done, episodes, visited
 
 
-def _single_shot_env(specs: list[RunSpec]) -> Any:
-    """The never-ending environment of a single-shot run, or one per run of a batch, each following its run's seed."""
+def _single_shot_env(specs: list[RunSpec], env_threads: int = 1) -> Any:
+    """
+    The never-ending environment of a single-shot run, or one per run of a batch, each following its run's seed
+    (stepped in ``env_threads`` threads).
+    """
     if len(specs) == 1:
         return make_env(specs[0].env_id, specs[0])
 
@@ -236,7 +238,7 @@ def _single_shot_env(specs: list[RunSpec]) -> Any:
         offset = spec.seed - specs[0].seed - index  # SB3 seeds environment i with (first seed) + i
         return lambda: SeedOffset(make_env(spec.env_id, spec), offset) if offset else make_env(spec.env_id, spec)
 
-    return DummyVecEnv([make(index, spec) for index, spec in enumerate(specs)])
+    return batch_env([make(index, spec) for index, spec in enumerate(specs)], env_threads)
 
 
 def _build_or_resume_single_shot(
@@ -250,12 +252,16 @@ def _build_or_resume_single_shot(
     batched = len(specs) > 1
     if not os.path.exists(os.path.join(directory, CHECKPOINT_FILE)):
         _forget_earlier_tries(directory, run_dirs)
-        return _new_model(specs, _single_shot_env(specs), options, **({"independent_agents": True} if batched else {})), 0
+        return _new_model(
+            specs, _single_shot_env(specs, options.env_threads), options, **({"independent_agents": True} if batched else {})
+        ), 0
     algo = batch_algo(specs) if batched else get_algo(specs[0].method)
     checkpoint = read_checkpoint(directory, len(specs))
     done = checkpoint["agent_timesteps"]
     stem = os.path.join(directory, f"checkpoint_{checkpoint['timesteps']}")
-    model = algo.load(f"{stem}.zip", env=_single_shot_env(specs), device=specs[0].device, **options.model_kwargs(algo))
+    model = algo.load(
+        f"{stem}.zip", env=_single_shot_env(specs, options.env_threads), device=specs[0].device, **options.model_kwargs(algo)
+    )
     model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
     with open(f"{stem}_random_state.pkl", "rb") as file:
         streams = pickle.load(file)
