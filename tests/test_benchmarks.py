@@ -200,31 +200,24 @@ def test_end_to_end_costs_are_the_runners_seconds_over_every_agents_steps(tmp_pa
 
 
 def test_end_to_end_benchmark_runs_both_configurations(tmp_path):
-    """The end-to-end command of BENCHMARKS.md on the point mass's smoke budget, one seed per method."""
+    """
+    The end-to-end command of BENCHMARKS.md on the point mass's smoke budget, one seed per method, the two
+    configurations in the order asked for, the environments stepped in two threads.
+    """
     out = tmp_path / "e2e.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "runner_end_to_end.py"), "--preset", "point-mass-beta",
                "--setting", "beta=1", "--budget", "smoke", "--seeds", "1", "--steps", "150", "--quiet",
-               "--json", str(out)]  # fmt: skip
+               "--configurations", "per-method", "mixed", "--env-threads", "2", "--json", str(out)]  # fmt: skip
     printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
-    rows = json.loads(out.read_text())["rows"]
+    written = json.loads(out.read_text())
+    rows = written["rows"]
+    assert written["args"]["env_threads"] == 2
     assert [(row["configuration"], row["batches"]) for row in rows] == [
-        ("one mixed batch", [2]),
         ("a batch per method", [1, 1]),
+        ("one mixed batch", [2]),
     ]
     assert all(row["train_ms_per_agent_step"] > 0 and row["eval_ms_per_agent_step"] > 0 for row in rows)
     assert "| one mixed batch | 2 |" in printed and "| a batch per method | 1 + 1 |" in printed
-
-
-def test_end_to_end_benchmark_runs_one_configuration_with_threaded_environments(tmp_path):
-    """--configurations mixed --env-threads 2: the mixed batch alone, its environments stepped in threads."""
-    out = tmp_path / "e2e.json"
-    command = [sys.executable, str(ROOT / "benchmarks" / "runner_end_to_end.py"), "--preset", "point-mass-beta",
-               "--setting", "beta=1", "--budget", "smoke", "--seeds", "1", "--steps", "150", "--quiet",
-               "--configurations", "mixed", "--env-threads", "2", "--json", str(out)]  # fmt: skip
-    subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
-    written = json.loads(out.read_text())
-    assert [(row["configuration"], row["batches"]) for row in written["rows"]] == [("one mixed batch", [2])]
-    assert written["args"]["env_threads"] == 2
 
 
 def test_env_threads_benchmark_times_each_setting(tmp_path):

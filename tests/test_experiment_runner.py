@@ -115,11 +115,14 @@ def test_first_seed_adds_seeds_to_a_cell(capsys):
 
 
 def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
-    """The whole smoke budget of a preset with the local executor, a rerun that skips it, a report."""
-    out = str(tmp_path)
-    assert experiments_main(["run", "point-mass-beta", "--budget", "smoke", "--out", out, "--jobs", "2"]) == 0
-    specs = build_specs("point-mass-beta", "smoke", range(2))
-    assert len(specs) == 24 and all(is_finished(out, spec) for spec in specs)
+    """Two settings of a preset's smoke budget with the local executor, a rerun that skips them, a report."""
+    out, settings = str(tmp_path), ["beta=0.01", "beta=1"]
+    assert (
+        experiments_main(["run", "point-mass-beta", "--budget", "smoke", "--settings", *settings, "--out", out, "--jobs", "2"])
+        == 0
+    )
+    specs = build_specs("point-mass-beta", "smoke", range(2), settings=settings)
+    assert len(specs) == 12 and all(is_finished(out, spec) for spec in specs)
     for spec in specs:
         result = _result(out, spec)
         assert len(result["eval_returns"][spec.env_id]) == 1
@@ -131,8 +134,8 @@ def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
     os.remove(os.path.join(out, specs[0].relpath, RESULT_FILE))
     mtimes = {spec.relpath: os.path.getmtime(os.path.join(out, spec.relpath, RESULT_FILE)) for spec in specs[1:]}
     capsys.readouterr()
-    assert experiments_main(["run", "point-mass-beta", "--budget", "smoke", "--out", out]) == 0
-    assert "24/24 runs finished (23 were already on disk)" in capsys.readouterr().out
+    assert experiments_main(["run", "point-mass-beta", "--budget", "smoke", "--settings", *settings, "--out", out]) == 0
+    assert "12/12 runs finished (11 were already on disk)" in capsys.readouterr().out
     assert all(os.path.getmtime(os.path.join(out, path, RESULT_FILE)) == mtime for path, mtime in mtimes.items())
     assert _result(out, specs[0])["resumed_from_steps"] == 300
 
@@ -270,13 +273,16 @@ def ray_head():
 
 
 def test_smoke_preset_through_ray_matches_local(tmp_path, ray_head, capsys):
-    """The whole smoke budget sent to a Ray cluster, a rerun that skips it, a report; same results as locally."""
+    """
+    One setting of the smoke budget (its three methods, two seeds) sent to a Ray cluster, a rerun that skips it, a
+    report; same results as locally.
+    """
     local, remote = str(tmp_path / "local"), str(tmp_path / "ray")
-    args = ["run", "point-mass-beta", "--budget", "smoke"]
+    args = ["run", "point-mass-beta", "--budget", "smoke", "--settings", "beta=0.01"]
     assert experiments_main([*args, "--out", remote, "--ray-address", ray_head]) == 0
     capsys.readouterr()
     assert experiments_main([*args, "--out", remote, "--ray-address", ray_head]) == 0
-    assert "24/24 runs finished (24 were already on disk)" in capsys.readouterr().out
+    assert "6/6 runs finished (6 were already on disk)" in capsys.readouterr().out
     assert experiments_main(["report", remote]) == 0
     assert (tmp_path / "ray" / "point-mass-beta" / "smoke" / "REPORT.md").exists()
     # runs on a CUDA device ask Ray for a GPU each (Ray hides GPUs from tasks that ask for none): this cluster has none
@@ -284,7 +290,7 @@ def test_smoke_preset_through_ray_matches_local(tmp_path, ray_head, capsys):
     with pytest.raises(ValueError, match=r"each run asks Ray for 1 GPU \(device cuda\), but the cluster at .* has 0"):
         run_specs(cuda_specs, str(tmp_path / "cuda"), ray_address=ray_head)
 
-    assert experiments_main([*args, "--seeds", "1", "--settings", "beta=0.01", "--out", local, "--jobs", "1"]) == 0
+    assert experiments_main([*args, "--seeds", "1", "--out", local, "--jobs", "1"]) == 0
     for spec in build_specs("point-mass-beta", "smoke", [0], settings=["beta=0.01"]):
         assert _result(remote, spec)["eval_returns"] == _result(local, spec)["eval_returns"]
         episodes = [[(row["r"], row["l"]) for row in _monitor_rows(out, spec)] for out in (remote, local)]
