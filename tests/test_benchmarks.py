@@ -47,6 +47,7 @@ def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path):
     assert row["speedup"] == pytest.approx(row["sequential_ms_per_agent_step"] / row["batched_ms_per_agent_step"])
 
 
+@pytest.mark.slow
 def test_profile_script_reports_each_part_of_a_step(tmp_path):
     """The profile command of BENCHMARKS.md on the CPU: one planner call and 5 updates per case, their figures."""
     out = tmp_path / "profile.json"
@@ -199,6 +200,7 @@ def test_end_to_end_costs_are_the_runners_seconds_over_every_agents_steps(tmp_pa
     assert apart["eval_ms_per_agent_step"] == pytest.approx(1e3 * 4.0 / 4000)
 
 
+@pytest.mark.slow
 def test_end_to_end_benchmark_runs_both_configurations(tmp_path):
     """
     The end-to-end command of BENCHMARKS.md on the point mass's smoke budget, one seed per method, the two

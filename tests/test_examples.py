@@ -9,6 +9,7 @@ from helpers import SUBPROCESS_TIMEOUT
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_demo_runs_with_a_tiny_budget(tmp_path):
     subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo_point_mass.py"), "--steps", "1100", "--out", str(tmp_path)],
@@ -34,6 +35,7 @@ def test_quickstart(tmp_path):
     assert (tmp_path / "maxdiff_point_mass.zip").exists()
 
 
+@pytest.mark.slow
 def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path):
     """
     The kept swimmers (seed 0 of run 1, seeds 0-4 of run 2, per method) load and plan, both 5-seed runs are tested

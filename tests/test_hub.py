@@ -254,6 +254,7 @@ def test_package_where_nothing_renders_skips_the_video_in_one_line(trained_logs,
     assert (tmp_path / "packaged" / "results.json").exists() and not (tmp_path / "packaged" / "replay.mp4").exists()
 
 
+@pytest.mark.slow
 def test_package_on_a_machine_with_no_display_gives_a_package_and_says_whether_it_has_a_video(tmp_path):
     """The command as a user runs it on a server: no DISPLAY, no MUJOCO_GL, a MuJoCo body whose replay is rendered."""
     import os

@@ -62,6 +62,7 @@ def collect_transitions(n_steps: int, seed: int) -> tuple[np.ndarray, ...]:
     return tuple(np.array(column, dtype=np.float32) for column in zip(*data))
 
 
+@pytest.mark.slow
 def test_model_fits_point_mass_transitions():
     th.manual_seed(0)
     obs, actions, next_obs, rewards = map(th.as_tensor, collect_transitions(3000, seed=0))

@@ -9,8 +9,12 @@ from sb3_maxdiff.experiments import get_algo, learn_single_shot, make_single_sho
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
 
 SMALL = {
-    "maxdiff": dict(horizon=5, n_samples=16, learning_starts=50, batch_size=32, policy_kwargs=dict(net_arch=[16, 16])),
-    "nnmppi": dict(horizon=5, n_samples=16, learning_starts=50, batch_size=32, policy_kwargs=dict(net_arch=[16, 16])),
+    "maxdiff": dict(
+        horizon=5, n_samples=16, learning_starts=50, batch_size=32, gradient_steps=1, policy_kwargs=dict(net_arch=[16, 16])
+    ),
+    "nnmppi": dict(
+        horizon=5, n_samples=16, learning_starts=50, batch_size=32, gradient_steps=1, policy_kwargs=dict(net_arch=[16, 16])
+    ),
     "sac": dict(learning_starts=50, batch_size=32, policy_kwargs=dict(net_arch=[16, 16])),
 }
 

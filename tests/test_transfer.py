@@ -29,18 +29,19 @@ def test_transfer_command(heavy_model, capsys):
     assert "episode return" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_transfer_command_appends_each_episode_to_a_csv(heavy_model, tmp_path):
     import csv
 
     path = tmp_path / "transfer.csv"
-    command = ["transfer", "--algo", "maxdiff", "--model", heavy_model, "--env", SWIMMER_LIGHT, "--episodes", "2"]
-    for seed in (0, 1):
-        assert experiments_main([*command, "--seed", str(seed), "--csv", str(path)]) == 0
+    command = ["transfer", "--algo", "maxdiff", "--model", heavy_model, "--env", SWIMMER_LIGHT]
+    for seed, episodes in ((0, 2), (1, 1)):
+        assert experiments_main([*command, "--episodes", str(episodes), "--seed", str(seed), "--csv", str(path)]) == 0
     with path.open() as file:
         rows = list(csv.DictReader(file))
-    assert [(row["seed"], row["episode"]) for row in rows] == [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1")]
+    assert [(row["seed"], row["episode"]) for row in rows] == [("0", "0"), ("0", "1"), ("1", "0")]
     assert {row["env"] for row in rows} == {SWIMMER_LIGHT} and {row["model"] for row in rows} == {heavy_model}
-    seed_1 = evaluate_transfer(heavy_model, "maxdiff", SWIMMER_LIGHT, n_episodes=2, seed=1)
+    seed_1 = evaluate_transfer(heavy_model, "maxdiff", SWIMMER_LIGHT, n_episodes=1, seed=1)
     assert [float(row["return"]) for row in rows[2:]] == seed_1.returns  # the returns of that seed, to the bit
 
 

@@ -103,6 +103,7 @@ def run(module: str, *args: str, cwd) -> subprocess.CompletedProcess:
 TINY = ["-params", "horizon:5", "n_samples:16", "learning_starts:50"]
 
 
+@pytest.mark.slow
 def test_train_enjoy_and_record_video(tmp_path):
     env = "sb3_maxdiff/PointMass-beta0_01-v0"
     run("sb3_maxdiff.train", "--algo", "maxdiff", "--env", env, "-n", "200", "--eval-freq", "-1", *TINY, cwd=tmp_path)
@@ -121,6 +122,7 @@ def test_train_enjoy_and_record_video(tmp_path):
     assert max(np.abs(frame.astype(int) - frames[0]).max() for frame in frames) > 50  # the picture changes
 
 
+@pytest.mark.slow
 def test_optimize_shares_one_sqlite_study_between_two_processes(tmp_path):
     command = [
         sys.executable, "-m", "sb3_maxdiff.train", "--algo", "nnmppi", "--env", "sb3_maxdiff/PointMass-beta1-v0",
