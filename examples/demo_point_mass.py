@@ -76,17 +76,18 @@ class ReturnsPathsAndProgress(BaseCallback):
         return True
 
 
-def train(method: str, steps: int, seed: int) -> dict[str, Any]:
+def train(method: str, steps: int, seed: int, n_samples: int) -> dict[str, Any]:
     import torch as th
 
     from sb3_maxdiff import NNMPPI, ErgodicityLogger, MaxDiffMPPI, StepSchedule
 
     th.set_num_threads(1)  # the two methods share the machine's cores
+    settings = {**COMMON, "n_samples": n_samples}
     if method == "MaxDiff":
         alpha = StepSchedule([0.5, 5.0], [1000])  # the paper's point-mass schedule
-        model = MaxDiffMPPI(ENV_ID, seed=seed, alpha=alpha, explr_weights=[1.0, 1.0, 0.01, 0.01], **COMMON)
+        model = MaxDiffMPPI(ENV_ID, seed=seed, alpha=alpha, explr_weights=[1.0, 1.0, 0.01, 0.01], **settings)
     else:
-        model = NNMPPI(ENV_ID, seed=seed, **COMMON)
+        model = NNMPPI(ENV_ID, seed=seed, **settings)
     curve = ReturnsPathsAndProgress(_steps_done)
     diagnostics = ErgodicityLogger(dims=[0, 1], low=[-5.0, -5.0], high=[5.0, 5.0], bins=20)
     start = time.time()
@@ -135,15 +136,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=10_000, help="environment steps per method")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--samples", type=int, default=COMMON["n_samples"], help="planner samples per step (fewer: faster, rougher)"
+    )
     parser.add_argument("--out", default="demo_output", help="folder for the plot and the returns")
     args = parser.parse_args()
+    if args.samples < 1:
+        parser.error(f"--samples must be a positive number of planner samples, got {args.samples}")
     os.makedirs(args.out, exist_ok=True)
 
     context = mp.get_context("spawn")
     counter = context.Value("l", 0)
     print(f"Training MaxDiff and NN-MPPI for {args.steps} steps each on {ENV_ID} (seed {args.seed})")
     with context.Pool(len(METHODS), initializer=_share_counter, initargs=(counter,)) as pool:
-        jobs = {name: pool.apply_async(train, (name, args.steps, args.seed)) for name in METHODS}
+        jobs = {name: pool.apply_async(train, (name, args.steps, args.seed, args.samples)) for name in METHODS}
         with tqdm(total=len(METHODS) * args.steps, unit="step", desc="both methods") as bar:
             while not all(job.ready() for job in jobs.values()):
                 time.sleep(0.5)

@@ -12,7 +12,16 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_demo_runs_with_a_tiny_budget(tmp_path):
     subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "demo_point_mass.py"), "--steps", "1100", "--out", str(tmp_path)],
+        [
+            sys.executable,
+            str(ROOT / "examples" / "demo_point_mass.py"),
+            "--steps",
+            "1100",
+            "--samples",
+            "50",
+            "--out",
+            str(tmp_path),
+        ],
         check=True,
         timeout=SUBPROCESS_TIMEOUT,
     )
@@ -25,6 +34,12 @@ def test_demo_runs_with_a_tiny_budget(tmp_path):
         assert len(result["paths"]) in (len(result["returns"]), len(result["returns"]) + 1)
         assert 0.0 < result["coverage"] <= 1.0
         assert len(result["msd_exponent"]) == len(result["autocorr_time"]) >= 1
+
+
+def test_demo_refuses_a_planner_without_samples(tmp_path):
+    command = [sys.executable, str(ROOT / "examples" / "demo_point_mass.py"), "--samples", "0", "--out", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+    assert done.returncode == 2 and "--samples must be a positive number of planner samples, got 0" in done.stderr
 
 
 @pytest.mark.expensive
