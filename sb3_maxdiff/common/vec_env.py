@@ -9,6 +9,7 @@ environment, one after the other in a ``DummyVecEnv``; on a CPU the planner's ar
 steps, and threads gain nothing there.
 """
 
+import itertools
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +39,7 @@ class EnvStepper:
         check_n_threads(n_threads)
         self.n_threads = n_threads or os.cpu_count() or 1
         self._pool: ThreadPoolExecutor | None = None
+        self._shares: dict[int, list[tuple[int, int]]] = {}  # (start, end) of each thread's share, per count of envs
 
     def step(self, envs: Sequence[gym.Env], actions: Sequence[Any]) -> list[tuple]:
         """What ``env.step(action)`` returns for each environment and action, in their order."""
@@ -46,12 +48,14 @@ class EnvStepper:
             return [env.step(action) for env, action in zip(envs, actions)]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="env_step")
-        bounds = np.linspace(0, len(envs), n_threads + 1).round().astype(int)
+        if len(envs) not in self._shares:
+            bounds = np.linspace(0, len(envs), n_threads + 1).round().astype(int).tolist()
+            self._shares[len(envs)] = list(itertools.pairwise(bounds))
 
-        def share(start: int, end: int) -> list[tuple]:
-            return [envs[index].step(actions[index]) for index in range(start, end)]
+        def share(bounds: tuple[int, int]) -> list[tuple]:
+            return [envs[index].step(actions[index]) for index in range(*bounds)]
 
-        return [outcome for part in self._pool.map(share, bounds[:-1], bounds[1:]) for outcome in part]
+        return [outcome for part in self._pool.map(share, self._shares[len(envs)]) for outcome in part]
 
     def close(self) -> None:
         if self._pool is not None:
@@ -70,9 +74,8 @@ class ThreadedVecEnv(DummyVecEnv):
     """
 
     def __init__(self, env_fns: list[Callable[[], gym.Env]], n_threads: int | None = None):
-        check_n_threads(n_threads)
+        self.stepper = EnvStepper(n_threads)  # checks n_threads before any environment is built
         super().__init__(env_fns)
-        self.stepper = EnvStepper(min(self.num_envs, n_threads or os.cpu_count() or 1))
 
     def step_wait(self) -> VecEnvStepReturn:
         for env_idx, (obs, reward, terminated, truncated, info) in enumerate(self.stepper.step(self.envs, self.actions)):
