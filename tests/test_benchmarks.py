@@ -5,18 +5,24 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import SUBPROCESS_TIMEOUT
+from helpers import SUBPROCESS_TIMEOUT, run_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def test_benchmark_script_runs_with_a_tiny_budget(tmp_path):
+def _printed(command: list[str], capsys: pytest.CaptureFixture) -> str:
+    """Run ``command`` (``[python, script, *args]``) in this process, without a new interpreter; what it printed."""
+    run_script(pathlib.Path(command[1]), command[2:])
+    return capsys.readouterr().out
+
+
+def test_benchmark_script_runs_with_a_tiny_budget(tmp_path, capsys):
     """The command of BENCHMARKS.md, with one call per figure and a small replay buffer."""
     out = tmp_path / "bench.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--configs", "point-mass", "--calls", "1",
                "--buffer-size", "2000", "--fills", "500", "2000", "--bf16-seconds", "0", "--no-scaling",
                "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    printed = _printed(command, capsys)
     assert "| point-mass |" in printed
     row = json.loads(out.read_text())["configs"][0]
     for key in ("plan_ms", "gemm_floor_ms", "mm_floor_ms", "plan_bf16_ms", "update_ms_2000", "step_ms_2000",
@@ -31,12 +37,12 @@ def test_benchmark_script_runs_with_a_tiny_budget(tmp_path):
     assert any(line.startswith("| point-mass |") and line.endswith(f"| {speedup:.2f}x |") for line in printed.splitlines())
 
 
-def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path):
+def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path, capsys):
     """The seed-batching command of BENCHMARKS.md, with one round and a small replay column."""
     out = tmp_path / "agents.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "agents.py"), "--configs", "point-mass", "--agents", "2",
                "--calls", "1", "--fill", "500", "--cuda-graph", "--bf16", "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    printed = _printed(command, capsys)
     assert "| point-mass | 2 |" in printed and "graph speed-up" in printed and "bfloat16 speed-up" in printed
     (row,) = json.loads(out.read_text())["rows"]
     assert row["n_agents"] == 2
@@ -48,19 +54,20 @@ def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path):
 
 
 @pytest.mark.slow
-def test_profile_script_reports_each_part_of_a_step(tmp_path):
+def test_profile_script_reports_each_part_of_a_step(tmp_path, capsys):
     """The profile command of BENCHMARKS.md on the CPU: one planner call and 5 updates per case, their figures."""
     out = tmp_path / "profile.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "profile_step.py"), "--device", "cpu", "--config", "point-mass",
                "--cases", "1", "2", "--calls", "1", "--fill", "500", "--threads", "1", "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    printed = _printed(command, capsys)
     assert "| 2 | False | 5 updates |" in printed
     rows = json.loads(out.read_text())["rows"]
     assert [(row["n_agents"], row["part"]) for row in rows] == [(1, "plan"), (1, "5 updates"), (2, "plan"), (2, "5 updates")]
     for row in rows:
         assert row["host_ms"] > 0 and row["kernel_launches"] == 0 and row["gpu_busy_ms"] == 0  # no CUDA on a CPU
-    bad = subprocess.run([*command[:-2], "--cases", "4:fast"], capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
-    assert bad.returncode != 0 and "case must be N or N:graph with N >= 1, got '4:fast'" in bad.stderr
+    with pytest.raises(SystemExit) as exit_info:
+        run_script(pathlib.Path(command[1]), [*command[2:-2], "--cases", "4:fast"])
+    assert exit_info.value.code != 0 and "case must be N or N:graph with N >= 1, got '4:fast'" in capsys.readouterr().err
 
 
 def test_threads_benchmark_runs_with_a_tiny_budget():
@@ -95,37 +102,37 @@ def test_compare_trees_reports_medians_and_ratios(tmp_path, monkeypatch, capsys)
     assert "| swimmer plan_ms | 45.00 | 25.00 | 0.556 |" in capsys.readouterr().out
 
 
-def test_mixed_batch_benchmark_runs_with_a_tiny_budget(tmp_path):
+def test_mixed_batch_benchmark_runs_with_a_tiny_budget(tmp_path, capsys):
     """The mixed-batch command of BENCHMARKS.md (one MaxDiff + NN-MPPI batch against two batches), one round."""
     out = tmp_path / "mixed.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "agents.py"), "--configs", "point-mass", "--agents", "2",
                "--calls", "1", "--fill", "500", "--mixed", "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    printed = _printed(command, capsys)
     assert "one mixed batch" in printed and "| point-mass | 2 |" in printed
     (row,) = json.loads(out.read_text())["rows"]
     ratio = row["two_batches_ms_per_agent_step"] / row["mixed_ms_per_agent_step"]
     assert row["speedup"] == pytest.approx(ratio)
 
 
-def test_auto_alpha_benchmark_runs_with_a_tiny_budget(tmp_path):
+def test_auto_alpha_benchmark_runs_with_a_tiny_budget(tmp_path, capsys):
     """The command of BENCHMARKS.md on what alpha="auto" costs, one timed call per figure."""
     out = tmp_path / "auto.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "auto_alpha.py"), "--configs", "point-mass", "--agents", "2",
                "--calls", "1", "--threads", "1", "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    printed = _printed(command, capsys)
     (row,) = json.loads(out.read_text())
     assert row["agents"] == 2 and row["auto_over_fixed"] == pytest.approx(row["auto_step_ms"] / row["fixed_step_ms"])
     assert f"{row['auto_over_fixed']:10.3f}" in printed
 
 
-def test_alpha_scales_measures_the_ratio_the_rule_targets(tmp_path):
+def test_alpha_scales_measures_the_ratio_the_rule_targets(tmp_path, capsys):
     """README's alpha_scales command, shortened: every row's ratio is alpha * std(S) / std(R) of that plan."""
     import csv
 
     out = tmp_path / "scales.csv"
     command = [sys.executable, str(ROOT / "benchmarks" / "alpha_scales.py"), "--bodies", "point-mass", "--steps", "140",
                "--seeds", "2", "--csv", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    printed = _printed(command, capsys)
     rows = list(csv.DictReader(out.open()))
     assert {row["seed"] for row in rows} == {"0", "1"} and {float(row["alpha"]) for row in rows} == {0.5}
     assert all(float(row["return_spread"]) > 0 and float(row["entropy_spread"]) > 0 for row in rows)
@@ -137,7 +144,7 @@ def test_alpha_scales_measures_the_ratio_the_rule_targets(tmp_path):
         assert float(line.split()[5]) == pytest.approx(ratio, abs=1e-3)
 
 
-def test_controller_benchmark_times_ours_and_pytorch_mppis_where_installed():
+def test_controller_benchmark_times_ours_and_pytorch_mppis_where_installed(capsys):
     """The command of BENCHMARKS.md's controller table; pytorch_mppi is not a dependency, so CI times ours alone."""
     try:
         import pytorch_mppi  # noqa: F401
@@ -147,14 +154,14 @@ def test_controller_benchmark_times_ours_and_pytorch_mppis_where_installed():
         extra = ["--ours-only"]
     command = [sys.executable, str(ROOT / "benchmarks" / "vs_pytorch_mppi.py"), "--samples", "50", "--horizons", "5",
                "--calls", "2", "--rounds", "1", "--warmup", "1", *extra]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    printed = _printed(command, capsys)
     (row,) = [line for line in printed.splitlines() if line.startswith("| 50 | 5 |")]
     cells = [cell.strip() for cell in row.split("|")[1:-1]]
     assert float(cells[3]) > 0 and float(cells[5]) > 0  # ours, plain MPPI and MaxDiff, in ms
     assert (cells[2] == "nan") == bool(extra)
 
 
-def test_planner_precision_compares_the_two_dtypes_of_a_saved_model(tmp_path):
+def test_planner_precision_compares_the_two_dtypes_of_a_saved_model(tmp_path, capsys):
     """The command of BENCHMARKS.md's bfloat16 validation, on a small point-mass model."""
     from sb3_maxdiff import MaxDiffMPPI
 
@@ -165,7 +172,7 @@ def test_planner_precision_compares_the_two_dtypes_of_a_saved_model(tmp_path):
     model.save(tmp_path / "small.zip")
     command = [sys.executable, str(ROOT / "benchmarks" / "planner_precision.py"), str(tmp_path / "small.zip"),
                "--env", env_id, "--stride", "200", "--step-calls", "1"]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    printed = _printed(command, capsys)
     (row,) = [line for line in printed.splitlines() if line.startswith("| small.zip |")]
     cells = [cell.strip() for cell in row.split("|")[1:-1]]
     assert int(cells[1]) >= 1 and 0 <= float(cells[2]) <= float(cells[3]) <= 2  # actions in [-1, 1]
@@ -222,12 +229,12 @@ def test_end_to_end_benchmark_runs_both_configurations(tmp_path):
     assert "| one mixed batch | 2 |" in printed and "| a batch per method | 1 + 1 |" in printed
 
 
-def test_env_threads_benchmark_times_each_setting(tmp_path):
+def test_env_threads_benchmark_times_each_setting(tmp_path, capsys):
     """The environment-stepping command of BENCHMARKS.md, tiny: 3 point masses, one after the other and 2 threads."""
     out = tmp_path / "env.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "env_threads.py"), "--env", "sb3_maxdiff/PointMass-beta1-v0",
                "--envs", "3", "--threads", "2", "--steps", "20", "--rounds", "1", "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    printed = _printed(command, capsys)
     rows = json.loads(out.read_text())["rows"]
     assert [(row["n_envs"], row["setting"]) for row in rows] == [(3, "one after the other"), (3, "2 threads")]
     assert rows[0]["speedup"] == 1.0 and rows[1]["speedup"] == pytest.approx(

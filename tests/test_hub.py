@@ -206,20 +206,36 @@ def test_n_eval_episodes_must_be_positive(capsys):
     assert exit_info.value.code == 2 and "--n-eval-episodes: must be a positive integer, got 0" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("module", ["sb3_maxdiff.train", "sb3_maxdiff.enjoy", "sb3_maxdiff.record_video", "sb3_maxdiff.hub"])
-def test_commands_without_the_zoo_extra_say_which_extra_in_one_line(module):
-    # a base install: rl_zoo3 and Optuna missing
-    script = (
-        "import runpy, sys\n"
-        "sys.modules['rl_zoo3'] = None\n"
-        "sys.modules['optuna'] = None\n"
-        f"sys.argv = ['{module}', *(['push'] if '{module}' == 'sb3_maxdiff.hub' else []), '--help']\n"
-        f"runpy.run_module('{module}', run_name='__main__')\n"
-    )
+def test_commands_without_the_zoo_extra_say_which_extra_in_one_line():
+    # a base install: rl_zoo3 and Optuna missing; one interpreter runs each command as ``python -m`` would and
+    # reports its exit code and what it wrote to stderr (an exception escaping the command is reported as a traceback)
+    script = """
+import contextlib, io, json, runpy, sys, traceback
+sys.modules['rl_zoo3'] = None
+sys.modules['optuna'] = None
+outcomes = {}
+for module in ('sb3_maxdiff.train', 'sb3_maxdiff.enjoy', 'sb3_maxdiff.record_video', 'sb3_maxdiff.hub'):
+    sys.argv = [module, *(['push'] if module == 'sb3_maxdiff.hub' else []), '--help']
+    err, code = io.StringIO(), 0
+    with contextlib.redirect_stderr(err):
+        try:
+            runpy.run_module(module, run_name='__main__')
+        except SystemExit as exit_info:
+            code = exit_info.code
+        except BaseException:
+            traceback.print_exc()
+            code = 'exception'
+    outcomes[module] = [code, err.getvalue()]
+print(json.dumps(outcomes))
+"""
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
-    assert done.returncode == 1, done.stderr
-    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert "pip install 'sb3-maxdiff[zoo]'" in done.stderr
+    assert done.returncode == 0, done.stderr
+    outcomes = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sorted(outcomes) == ["sb3_maxdiff.enjoy", "sb3_maxdiff.hub", "sb3_maxdiff.record_video", "sb3_maxdiff.train"]
+    for module, (code, stderr) in outcomes.items():
+        assert code == 1, (module, stderr)
+        assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, (module, stderr)
+        assert "pip install 'sb3-maxdiff[zoo]'" in stderr, (module, stderr)
 
 
 @pytest.mark.parametrize("command", ["enjoy", "record_video"])

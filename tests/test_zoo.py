@@ -110,7 +110,11 @@ def test_train_enjoy_and_record_video(tmp_path):
     assert (
         tmp_path / "logs" / "maxdiff" / "sb3_maxdiff-PointMass-beta0_01-v0_1" / "sb3_maxdiff-PointMass-beta0_01-v0.zip"
     ).exists()
-    out = run("sb3_maxdiff.enjoy", "--algo", "maxdiff", "--env", env, "-f", "logs", "--no-render", "-n", "1000", cwd=tmp_path)
+    # enjoy: 100-step episodes, two of them or more (RL Zoo prints the mean reward of finished episodes only)
+    short = ["--env-kwargs", "max_episode_steps:100"]
+    out = run(
+        "sb3_maxdiff.enjoy", "--algo", "maxdiff", "--env", env, "-f", "logs", "--no-render", "-n", "200", *short, cwd=tmp_path
+    )
     assert "Mean reward" in out.stdout
     # record_video: a 30-step video of the trained agent, 31 frames of the moving point (moviepy reads it back)
     from moviepy import VideoFileClip
