@@ -241,3 +241,29 @@ def test_env_threads_benchmark_times_each_setting(tmp_path, capsys):
         rows[0]["ms_per_batch_step"] / rows[1]["ms_per_batch_step"]
     )
     assert "| 3 | 2 threads |" in printed
+
+
+def test_run_script_puts_back_what_a_script_changes(tmp_path, capsys):
+    """The scripts above run in the test process: their torch threads, denormal flushing and seeds must not leak."""
+    import torch as th
+
+    from sb3_maxdiff.common.utils import flush_denormal_enabled
+
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import sys\nimport torch\ntorch.set_num_threads(1)\ntorch.manual_seed(123)\ntorch.set_flush_denormal(True)\n"
+        "print(sys.argv[1:])\nif sys.argv[1] == 'fail':\n    sys.exit(3)\n"
+    )
+    threads = th.get_num_threads()
+    th.set_num_threads(2)
+    th.set_flush_denormal(False)
+    try:
+        state = th.get_rng_state()
+        run_script(script, ["ok"])
+        assert capsys.readouterr().out == "['ok']\n"
+        assert th.get_num_threads() == 2 and not flush_denormal_enabled() and th.equal(th.get_rng_state(), state)
+        with pytest.raises(SystemExit) as exit_info:
+            run_script(script, ["fail"])
+        assert exit_info.value.code == 3 and th.get_num_threads() == 2
+    finally:
+        th.set_num_threads(threads)
