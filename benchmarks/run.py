@@ -39,6 +39,7 @@ from sb3_maxdiff import MaxDiffMPPI
 from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
 from sb3_maxdiff.common.models import DynamicsRewardModel, _pad_columns
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings
+from sb3_maxdiff.common.vec_env import ThreadedVecEnv
 
 
 @dataclass
@@ -105,14 +106,17 @@ def make_algorithm(
     n_envs: int = 1,
     independent_agents: bool = False,
     cuda_graph: bool = False,
+    env_threads: int = 1,
     **kwargs: Any,
 ) -> MaxDiffMPPI:
     """
     The algorithm at ``config``, ready to plan and train: observations reset, past ``learning_starts``; ``kwargs``:
-    more of MaxDiffMPPI's arguments (``alpha``, ``control_cost``, one per agent for a mixed batch).
+    more of MaxDiffMPPI's arguments (``alpha``, ``control_cost``, one per agent for a mixed batch). ``env_threads``
+    > 1: the environments step in that many threads (``ThreadedVecEnv``).
     """
+    threaded = {"vec_env_cls": ThreadedVecEnv, "vec_env_kwargs": {"n_threads": env_threads}} if env_threads > 1 else {}
     model = MaxDiffMPPI(
-        make_vec_env(config.env_id, n_envs=n_envs, seed=0),
+        make_vec_env(config.env_id, n_envs=n_envs, seed=0, **threaded),
         independent_agents=independent_agents,
         cuda_graph=cuda_graph,
         horizon=config.horizon,

@@ -296,6 +296,44 @@ def test_a_batch_stepped_in_threads_trains_and_evaluates_as_one_after_the_other(
             np.testing.assert_array_equal(params[0][key].numpy(), params[1][key].numpy(), err_msg=key)
 
 
+def test_a_batch_with_overlapped_updates_stops_resumes_and_ends_as_one_without(tmp_path, monkeypatch):
+    """--overlap-updates, stopped by the time limit at its second episode end and resumed: the same episodes,
+    parameters and evaluation as a straight run without it."""
+    import numpy as np
+
+    specs = smoke_batch()
+    straight, overlapped = str(tmp_path / "straight"), str(tmp_path / "overlapped")
+    first = execute_group(specs, straight)
+    ends = []
+    monkeypatch.setattr(Deadline, "episode_ended", lambda self: ends.append(1) or len(ends) == 2)
+    with pytest.raises(TimeLimitReached):
+        execute_group(specs, overlapped, options=ExecutionOptions(deadline=1e12, overlap_updates=True))
+    monkeypatch.undo()
+    second = execute_group(specs, overlapped, options=ExecutionOptions(overlap_updates=True))
+    for spec, one, other in zip(specs, first, second):
+        assert other["resumed_from_steps"] == 200
+        assert one["eval_returns"] == other["eval_returns"]
+        assert [(row["r"], row["l"]) for row in _monitor_rows(straight, spec)] == [
+            (row["r"], row["l"]) for row in _monitor_rows(overlapped, spec)
+        ]
+        params = [_parameters(os.path.join(out, spec.relpath, "model.zip")) for out in (straight, overlapped)]
+        for key in params[0]:
+            np.testing.assert_array_equal(params[0][key].numpy(), params[1][key].numpy(), err_msg=key)
+
+
+def test_overlap_updates_reaches_the_models(tmp_path, monkeypatch):
+    from sb3_maxdiff.experiments import runner
+
+    seen = []
+    monkeypatch.setattr(runner, "run_specs", lambda specs, out, jobs, options, *rest: seen.append(options) or ([], []))
+    experiments_main(
+        ["run", "point-mass-beta", "--budget", "smoke", "--seeds", "1", "--out", str(tmp_path), "--overlap-updates"]
+    )
+    assert seen[0].overlap_updates is True
+    assert seen[0].model_kwargs(MaxDiffMPPI) == {"cuda_graph": False, "overlap_updates": True}
+    assert ExecutionOptions().model_kwargs(NNMPPI)["overlap_updates"] is False
+
+
 def test_env_threads_reaches_the_runs_and_must_be_positive(tmp_path, monkeypatch, capsys):
     from sb3_maxdiff.experiments import runner
 

@@ -267,3 +267,14 @@ def test_run_script_puts_back_what_a_script_changes(tmp_path, capsys):
         assert exit_info.value.code == 3 and th.get_num_threads() == 2
     finally:
         th.set_num_threads(threads)
+
+
+def test_overlap_updates_benchmark_times_both_settings(tmp_path, capsys):
+    out = tmp_path / "overlap.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "overlap_updates.py"), "--config", "point-mass", "--agents", "2",
+               "--steps", "3", "--rounds", "2", "--json", str(out)]  # fmt: skip
+    printed = _printed(command, capsys)
+    assert "| point-mass | 2 | 1 |" in printed
+    row = json.loads(out.read_text())
+    assert [len(row["rounds"][name]) for name in ("without", "overlap_updates")] == [2, 2]
+    assert row["speedup"] == pytest.approx(row["without_ms_per_agent_step"] / row["overlap_ms_per_agent_step"])

@@ -322,6 +322,26 @@ def test_cuda_graph_training_matches_eager_training(independent_agents):
 
 
 @needs_cuda
+def test_graphed_updates_made_before_the_environments_step_learn_the_same():
+    """overlap_updates=True on the GPU, planner and updates as graphs: the actions and parameters of updates after the
+    step (the same kernels in the same order on the device: equal, not only close)."""
+
+    def train(overlap_updates: bool):
+        env = make_vec_env(POINT_MASS, n_envs=3, seed=0)
+        model = MaxDiffMPPI(
+            env, seed=0, device="cuda", cuda_graph=True, independent_agents=True, overlap_updates=overlap_updates, **TINY
+        )
+        model.learn(3 * 60)
+        return model
+
+    overlapped, after = train(True), train(False)
+    assert overlapped._graphed_updates.graphs and not overlapped._graphed_updates.eager
+    np.testing.assert_array_equal(overlapped.replay_buffer.actions[:60], after.replay_buffer.actions[:60])
+    for name, value in after.policy.model.state_dict().items():
+        assert th.equal(overlapped.policy.model.state_dict()[name], value), name
+
+
+@needs_cuda
 def test_update_replays_equal_eager_updates():
     """Replays of the captured updates (a skipped agent included) leave the same parameters and optimizer state."""
     graphed, eager = agents_and_optimizer("cuda"), agents_and_optimizer("cuda")

@@ -52,8 +52,13 @@ class AgentLayout(abc.ABC):
         """The replay buffer of ``algorithm``, or None where SB3's own setup makes it."""
 
     @abc.abstractmethod
-    def sample(self, buffer: NextActionReplayBuffer, n_rows: int, env: VecNormalize | None) -> NextActionReplayBufferSamples:
-        """Minibatch rows for the model: tensors of shape (B, ...), or (N, B, ...) for batched agents."""
+    def sample(
+        self, buffer: NextActionReplayBuffer, n_rows: int, env: VecNormalize | None, ahead: bool = False
+    ) -> NextActionReplayBufferSamples:
+        """
+        Minibatch rows for the model: tensors of shape (B, ...), or (N, B, ...) for batched agents; ``ahead``: drawn
+        as they will be once the next transitions are stored (see :meth:`NextActionReplayBuffer.sample`).
+        """
 
     @abc.abstractmethod
     def collect_returns(self, infos: list[dict[str, Any]]) -> None:
@@ -94,8 +99,10 @@ class SharedModel(AgentLayout):
     def make_buffer(self, algorithm: Any) -> NextActionReplayBuffer | None:
         return None
 
-    def sample(self, buffer: NextActionReplayBuffer, n_rows: int, env: VecNormalize | None) -> NextActionReplayBufferSamples:
-        return buffer.sample(n_rows, env=env)
+    def sample(
+        self, buffer: NextActionReplayBuffer, n_rows: int, env: VecNormalize | None, ahead: bool = False
+    ) -> NextActionReplayBufferSamples:
+        return buffer.sample(n_rows, env=env, ahead=ahead)
 
     def collect_returns(self, infos: list[dict[str, Any]]) -> None:
         pass
@@ -151,10 +158,12 @@ class IndependentAgents(AgentLayout):
             **algorithm.replay_buffer_kwargs,
         )
 
-    def sample(self, buffer: NextActionReplayBuffer, n_rows: int, env: VecNormalize | None) -> NextActionReplayBufferSamples:
+    def sample(
+        self, buffer: NextActionReplayBuffer, n_rows: int, env: VecNormalize | None, ahead: bool = False
+    ) -> NextActionReplayBufferSamples:
         if self.batched is None:
-            return buffer.sample(n_rows, env=env)
-        return buffer.sample_per_env(n_rows, env=env)
+            return buffer.sample(n_rows, env=env, ahead=ahead)
+        return buffer.sample_per_env(n_rows, env=env, ahead=ahead)
 
     def collect_returns(self, infos: list[dict[str, Any]]) -> None:
         for index, info in enumerate(infos):

@@ -86,40 +86,68 @@ class NextActionReplayBuffer(ReplayBuffer):
         done: np.ndarray,
         infos: list[dict[str, Any]],
     ) -> None:
-        if self.pos > 0 or self.full:
-            # `action` is executed at the previous transition's next state
-            self.next_actions[self._newest] = np.asarray(action).reshape(self.n_envs, self.action_dim)
+        self.set_next_action(action)
         self.bootstrap_masks[self.pos] = 1.0 - np.asarray(done, dtype=np.float32)
         super().add(obs, next_obs, action, reward, done, infos)
+
+    def set_next_action(self, action: np.ndarray) -> None:
+        """
+        Store ``action``, executed at the newest transition's next state, as that transition's next action (which
+        :meth:`add` does with the transition it takes at that state). Written before that :meth:`add`, the newest
+        transition can be sampled with ``ahead=True``, as the next :meth:`add` will make it sampleable.
+        """
+        if self.pos > 0 or self.full:
+            self.next_actions[self._newest] = np.asarray(action).reshape(self.n_envs, self.action_dim)
 
     def interrupt(self) -> None:
         """Mark the newest transitions as having no known next action (the episode was cut)."""
         if self.pos > 0 or self.full:
             self.bootstrap_masks[self._newest] = 0.0
 
-    def size(self) -> int:
-        """Number of rows that can be sampled (the newest row waits for its next action)."""
-        return max(super().size() - 1, 0)
+    def _write_position(self, ahead: bool) -> tuple[int, bool]:
+        """``pos`` and ``full`` now, or (``ahead``) as they will be after the next :meth:`add`."""
+        if not ahead:
+            return self.pos, self.full
+        return (self.pos + 1) % self.buffer_size, self.full or self.pos + 1 == self.buffer_size
 
-    def _ready_rows(self, shape: tuple[int, ...]) -> np.ndarray:
-        """Uniform row indices of the given shape among the rows that can be sampled."""
-        n_ready = self.size()
+    def size(self, ahead: bool = False) -> int:
+        """
+        Number of rows that can be sampled (the newest row waits for its next action); ``ahead``: after the next
+        :meth:`add`.
+        """
+        pos, full = self._write_position(ahead)
+        return max((self.buffer_size if full else pos) - 1, 0)
+
+    def _ready_rows(self, shape: tuple[int, ...], ahead: bool = False) -> np.ndarray:
+        """Uniform row indices of the given shape among the rows that can be sampled (``ahead``: see :meth:`sample`)."""
+        n_ready = self.size(ahead)
         if n_ready < 1:
             raise RuntimeError("The replay buffer needs at least two transitions before it can be sampled")
         offsets = np.random.randint(0, n_ready, size=shape)
         # oldest row is `pos` when full, 0 otherwise; the newest row (pos - 1) is excluded
-        return (offsets + self.pos) % self.buffer_size if self.full else offsets
+        pos, full = self._write_position(ahead)
+        return (offsets + pos) % self.buffer_size if full else offsets
 
-    def sample(self, batch_size: int, env: VecNormalize | None = None) -> NextActionReplayBufferSamples:  # type: ignore[override]
-        """``batch_size`` transitions, each from a uniformly drawn row and environment; tensors of shape (B, ...)."""
-        return self._get_samples(self._ready_rows((batch_size,)), env=env)
+    def sample(  # type: ignore[override]
+        self, batch_size: int, env: VecNormalize | None = None, ahead: bool = False
+    ) -> NextActionReplayBufferSamples:
+        """
+        ``batch_size`` transitions, each from a uniformly drawn row and environment; tensors of shape (B, ...).
 
-    def sample_per_env(self, batch_size: int, env: VecNormalize | None = None) -> NextActionReplayBufferSamples:
+        ``ahead``: the draw the same call will make after the next :meth:`add`, made before it, once
+        :meth:`set_next_action` has stored the action it will take (the transition that :meth:`add` stores is
+        never among them: it waits for its own next action).
+        """
+        return self._get_samples(self._ready_rows((batch_size,), ahead), env=env)
+
+    def sample_per_env(
+        self, batch_size: int, env: VecNormalize | None = None, ahead: bool = False
+    ) -> NextActionReplayBufferSamples:
         """
         ``batch_size`` transitions from each environment's own column, for independent agents (agent i
-        learns only from environment i); tensors of shape (n_envs, B, ...).
+        learns only from environment i); tensors of shape (n_envs, B, ...). ``ahead``: as for :meth:`sample`.
         """
-        rows = self._ready_rows((self.n_envs, batch_size))
+        rows = self._ready_rows((self.n_envs, batch_size), ahead)
         return self._get_samples(rows, env=env, env_inds=np.arange(self.n_envs)[:, None])
 
     def _get_samples(  # type: ignore[override]

@@ -25,6 +25,8 @@ class ExecutionOptions:
         draws differ from the one-at-a-time evaluation, which the published runs used; each result says which)
     :param env_threads: threads that step the environments of a batch (training and batched evaluation); 1: one
         after the other. The same results either way: each environment steps on its own state and generator
+    :param overlap_updates: NN-MPPI and MaxDiff make each step's model updates before the environments step (on a
+        GPU, while the host steps them); the same results (see the models' ``overlap_updates``)
     """
 
     threads: int = 1
@@ -32,13 +34,14 @@ class ExecutionOptions:
     deadline: float | None = None
     batch_eval: bool = False
     env_threads: int = 1
+    overlap_updates: bool = False
 
     def model_kwargs(self, algo: type) -> dict[str, Any]:
         """
         Keyword arguments for ``algo``'s constructor and ``load`` (where they override what the saved model
-        had): ``cuda_graph`` for the model-based methods (SAC has no planner to capture).
+        had): ``cuda_graph`` and ``overlap_updates`` for the model-based methods (SAC has no planner to capture).
         """
-        return {"cuda_graph": self.cuda_graph} if issubclass(algo, NNMPPI) else {}
+        return {"cuda_graph": self.cuda_graph, "overlap_updates": self.overlap_updates} if issubclass(algo, NNMPPI) else {}
 
 
 class TimeLimitReached(Exception):

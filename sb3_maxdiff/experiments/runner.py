@@ -329,6 +329,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         "default); worth it where the planner runs on a GPU and the host's cores are free (not part of a run's spec)",
     )
     parser.add_argument(
+        "--overlap-updates",
+        action="store_true",
+        help="NN-MPPI and MaxDiff make each step's model updates as soon as its actions are planned, so that on a GPU "
+        "they run while the host steps the environments; the same results (not part of a run's spec)",
+    )
+    parser.add_argument(
         "--time-limit",
         type=duration_seconds,
         default=None,
@@ -365,6 +371,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         deadline=deadline,
         batch_eval=args.batch_eval,
         env_threads=args.env_threads,
+        overlap_updates=args.overlap_updates,
     )
     skipped, failed = run_specs(
         specs, args.out, args.jobs, options, args.ray_address, args.batch_seeds, args.gpus_per_run, args.batch_cells

@@ -20,7 +20,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule, TrainFreq, TrainFrequencyUnit
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
 from sb3_maxdiff.common.agents import AgentLayout, check_agent_env, copy_agent, make_agents
@@ -28,7 +28,7 @@ from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.cuda_graphs import GraphedUpdates
 from sb3_maxdiff.common.entropy import PathEntropySettings, VisitedStates
 from sb3_maxdiff.common.mppi import PlannerSettings
-from sb3_maxdiff.common.optimizers import model_updates
+from sb3_maxdiff.common.optimizers import ModelUpdate, model_updates
 from sb3_maxdiff.common.precision import AUTO, PLANNER_DTYPE_CHOICES, choose_planner_dtype
 from sb3_maxdiff.common.training_stats import TrainingStats
 from sb3_maxdiff.common.utils import (
@@ -97,6 +97,13 @@ class NNMPPI(OffPolicyAlgorithm):
         on CUDA, replay the planning step as one captured graph (same random draws as eager planning) and,
         for independent agents batched in one model, each ``train`` call's updates as another
         (:class:`~sb3_maxdiff.common.cuda_graphs.GraphedUpdates`); no effect elsewhere (a warning says so)
+    :param overlap_updates: how to run, not what is learned (not saved, like ``cuda_graph``): make the model
+        updates that follow an environment step as soon as its actions are planned, before the environments step
+        (on a GPU, the updates then run while the host steps the environments). The same results: the
+        transition the step stores is never in those updates' draw (it waits for its next action), which is made
+        from the same rows with the same random numbers. What differs is what sees the model during that step: a
+        callback's ``on_step`` (the updates are made even where it then stops training) and a log dumped at an episode
+        end (``train/model_log_std``) see it after that step's updates. Needs ``train_freq=1``
     :param action_noise: SB3's exploration noise, added to the planner's (normalised) action during training
     :param replay_buffer_class: the replay buffer: :class:`NextActionReplayBuffer` or a subclass of it (the model's
         reward target needs the next action it stores)
@@ -136,6 +143,7 @@ class NNMPPI(OffPolicyAlgorithm):
         independent_agents: bool = False,
         planner_dtype: str = "float32",
         cuda_graph: bool = False,
+        overlap_updates: bool = False,
         action_noise: ActionNoise | None = None,
         replay_buffer_class: type[NextActionReplayBuffer] | None = None,
         optimize_memory_usage: bool = False,
@@ -172,6 +180,7 @@ class NNMPPI(OffPolicyAlgorithm):
         check_choice("warmup_actions", warmup_actions, WARMUP_ACTIONS)
         check_flag("independent_agents", independent_agents)
         check_flag("cuda_graph", cuda_graph)
+        check_flag("overlap_updates", overlap_updates)
         replay_buffer_class = NextActionReplayBuffer if replay_buffer_class is None else replay_buffer_class
         if not (isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, NextActionReplayBuffer)):
             raise ValueError(
@@ -207,6 +216,8 @@ class NNMPPI(OffPolicyAlgorithm):
         )
         self.warmup_actions = warmup_actions
         self.cuda_graph = bool(cuda_graph)
+        self.overlap_updates = bool(overlap_updates)
+        self._updates_made: list[ModelUpdate] | None = None  # by overlap_updates, for the next train() call
         self.independent_agents = bool(independent_agents)
         self.n_agents: int | None = None  # one agent per env (independent agents), or None: one shared model
         self.agents: AgentLayout | None = None  # what differs between the two, set up with the model
@@ -278,8 +289,17 @@ class NNMPPI(OffPolicyAlgorithm):
             super()._setup_model()
         finally:
             self.policy_kwargs = user_policy_kwargs
+        self._check_overlap_updates()
         if self.planner_dtype == AUTO:
             self._choose_planner_dtype()
+
+    def _check_overlap_updates(self) -> None:
+        frequency = self.train_freq.frequency if isinstance(self.train_freq, TrainFreq) else None
+        if self.overlap_updates and (frequency != 1 or self.train_freq.unit != TrainFrequencyUnit.STEP):
+            raise ValueError(
+                "overlap_updates=True makes each step's model updates before the environments step, so it needs "
+                f"train_freq=1 (updates after every step), got train_freq={self.train_freq!r}"
+            )
 
     def _reset_planner_dtype(self) -> None:
         """The dtype the planner runs in: the one asked for; "auto" is decided with the model (float32 until then)."""
@@ -322,6 +342,15 @@ class NNMPPI(OffPolicyAlgorithm):
     def _sample_action(
         self, learning_starts: int, action_noise: ActionNoise | None = None, n_envs: int = 1
     ) -> tuple[np.ndarray, np.ndarray]:
+        actions, buffer_actions = self._training_actions(learning_starts, action_noise, n_envs)
+        if self.overlap_updates:
+            self._update_before_env_step(buffer_actions, n_envs)
+        return actions, buffer_actions
+
+    def _training_actions(
+        self, learning_starts: int, action_noise: ActionNoise | None, n_envs: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The actions the environments take (planned, or random in the warm-up) and as the buffer stores them."""
         if self.warmup_actions == "random" and self.agent_timesteps < learning_starts:
             # SB3 compares num_timesteps, which counts every agent's steps
             return super()._sample_action(self.agents.env_steps(learning_starts), action_noise, n_envs)
@@ -360,21 +389,56 @@ class NNMPPI(OffPolicyAlgorithm):
 
     # ----- learning --------------------------------------------------------------------------
     def train(self, gradient_steps: int, batch_size: int = 128) -> None:
-        if self.replay_buffer.size() < 1 or self.agent_timesteps <= self.learning_starts:
-            return
+        if self._updates_made is None:
+            self._updates_made = self._model_updates(gradient_steps, batch_size)
+        self._count_updates_made()
+
+    def _model_updates(self, gradient_steps: int, batch_size: int, ahead: bool = False) -> list[ModelUpdate]:
+        """
+        The model updates of a ``train`` call; ``ahead``: made before the environment step after which SB3 calls
+        ``train``, as they will be after it (the step and the transition it stores counted, the learning rate of that
+        point, the same replay draw).
+        """
+        steps_ahead = self.n_envs if ahead else 0
+        agent_steps = self.agents.agent_steps(self.num_timesteps + steps_ahead)
+        if self.replay_buffer.size(ahead) < 1 or agent_steps <= self.learning_starts:
+            return []
         if self.gradient_steps < 0:
             gradient_steps = self.agents.gradient_steps(gradient_steps)
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         # one draw for all gradient steps: a single host-to-device copy
-        data = self.agents.sample(self.replay_buffer, batch_size * gradient_steps, self._vec_normalize_env)
+        data = self.agents.sample(self.replay_buffer, batch_size * gradient_steps, self._vec_normalize_env, ahead)
         model, optimizer = self.policy.model, self.policy.optimizer
         if self.cuda_graph:
-            updates = self._graphed_updates.run(model, optimizer, data, batch_size, gradient_steps)
-        else:
-            updates = model_updates(model, optimizer, data, batch_size, gradient_steps)
-        for update in updates:
+            return self._graphed_updates.run(model, optimizer, data, batch_size, gradient_steps)
+        return model_updates(model, optimizer, data, batch_size, gradient_steps)
+
+    def _update_before_env_step(self, buffer_actions: np.ndarray, n_envs: int) -> None:
+        """
+        For ``overlap_updates``: the updates of the ``train`` call that SB3 makes once the environments have taken
+        ``buffer_actions`` and the step is stored (its test, ``num_timesteps > learning_starts`` after the step, and
+        ``gradient_steps > 0``), made now; ``train`` then only counts them.
+        """
+        self._count_updates_made()
+        steps_after = self.num_timesteps + n_envs
+        gradient_steps = self.gradient_steps if self.gradient_steps >= 0 else n_envs
+        if steps_after <= self.learning_starts or gradient_steps <= 0:
+            return
+        progress = self._current_progress_remaining
+        self._update_current_progress_remaining(steps_after, self._total_timesteps)  # the learning rate after the step
+        try:
+            self.replay_buffer.set_next_action(buffer_actions)
+            self._updates_made = self._model_updates(gradient_steps, self.batch_size, ahead=True)
+        finally:
+            self._current_progress_remaining = progress  # SB3 moves it on after the step, as before
+            self.policy.set_training_mode(False)  # as SB3 left it for collecting the step
+
+    def _count_updates_made(self) -> None:
+        """Add the updates made since the last count to the training statistics."""
+        for update in self._updates_made or []:
             self._stats.add_update(*update)
+        self._updates_made = None
 
     def _record_device_stats(self) -> None:
         """Log the device-side statistics since the last dump, count the updates, warn about skips."""
@@ -400,6 +464,7 @@ class NNMPPI(OffPolicyAlgorithm):
             with flushing_denormals():
                 return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
         finally:  # the update count and any warning are up to date when learn returns (or fails)
+            self._count_updates_made()  # overlap_updates: made for a step at which a callback stopped training
             self._record_device_stats()
 
     @classmethod
@@ -410,11 +475,14 @@ class NNMPPI(OffPolicyAlgorithm):
         device: th.device | str = "auto",
         *args: Any,
         cuda_graph: bool = False,
+        overlap_updates: bool = False,
         **kwargs: Any,
     ) -> SelfNNMPPI:
-        """SB3's ``load``; ``cuda_graph``, like ``device``, is chosen here whatever the saved model says."""
+        """SB3's ``load``; ``cuda_graph`` and ``overlap_updates``, like ``device``, are chosen here."""
         check_flag("cuda_graph", cuda_graph)
-        return super().load(path, env, device, *args, cuda_graph=cuda_graph, **kwargs)  # type: ignore[return-value]
+        check_flag("overlap_updates", overlap_updates)
+        kwargs.update(cuda_graph=cuda_graph, overlap_updates=overlap_updates)
+        return super().load(path, env, device, *args, **kwargs)  # type: ignore[return-value]
 
     # ----- independent agents ----------------------------------------------------------------
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
@@ -449,7 +517,8 @@ class NNMPPI(OffPolicyAlgorithm):
         single = algo_class(self.policy_class, env=None, device=self.device, _init_setup_model=False)
         single.__dict__.update({key: value for key, value in data.items() if key not in drop})
         single.independent_agents, single.n_envs, single.seed = False, 1, None  # no reseeding of the global RNGs
-        single.cuda_graph = self.cuda_graph  # not a saved parameter, but the agent runs as the batch does
+        single.cuda_graph = self.cuda_graph  # not saved parameters, but the agent runs as the batch does
+        single.overlap_updates = self.overlap_updates
         single.num_timesteps = self.agent_timesteps
         with th.random.fork_rng(devices=[]):  # the throw-away initial weights leave the torch stream as it was
             single._setup_model()
@@ -463,6 +532,7 @@ class NNMPPI(OffPolicyAlgorithm):
         # the agents are set up again with the model (_agent_returns: files of earlier versions)
         # planner_dtype="auto" is decided again at load, on the machine that loads
         excluded = ["_train_nominal", "_train_visited", "_stats", "_graphed_updates", "cuda_graph", "agents", "_agent_returns"]
+        excluded += ["overlap_updates", "_updates_made"]
         excluded += ["_planner_dtype_in_use", "planner_dtype_timings"]
         return [*super()._excluded_save_params(), *excluded]
 
