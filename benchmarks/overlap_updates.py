@@ -8,10 +8,12 @@ while the host steps the environments) against without, in the same rounds::
     python benchmarks/overlap_updates.py --config point-mass --agents 2 --steps 20 --rounds 2   # a check (CPU)
 
 The agents are MaxDiff's (alpha 100) with the paper's planner and model for ``--config`` (default: the heavy-tail
-Swimmer), on environments of their own, updated from their second step on. Each model first trains 5 steps (which
-captures its CUDA graphs); then each round times ``--steps`` steps per agent of each model, one model after the
-other. Figures are ms per agent-step (median over the rounds). Both models learn the same (the option changes when the updates run, not what they
-compute); their random streams are shared, so the two are not compared here (``tests/test_overlap_updates.py`` does).
+Swimmer), on environments of their own, each agent's replay column first filled with ``--fill`` random transitions
+(as in ``agents.py``), updated from the first step on. Each model first trains 5 steps (which captures its CUDA
+graphs); then each round times ``--steps`` steps per agent of each model, one model after the other. Figures are
+ms per agent-step (median over the rounds). Both models learn the same (the option changes when the updates run, not
+what they compute); their random streams are shared, so the two are not compared here (``tests/test_overlap_updates.py``
+does).
 """
 
 import argparse
@@ -20,18 +22,21 @@ import platform
 import statistics
 import time
 
+import numpy as np
 import torch as th
-from run import CONFIGS, make_algorithm
+from run import CONFIGS, fill_replay_buffer, make_algorithm
 
 from sb3_maxdiff import MaxDiffMPPI
 
 
 def make_model(args: argparse.Namespace, overlap_updates: bool) -> MaxDiffMPPI:
-    buffer_size = (args.rounds + 1) * args.steps + 10  # each agent's column never wraps
+    """The batch, each agent's replay column holding ``--fill`` random transitions (room for every step after)."""
+    buffer_size = args.fill + (args.rounds + 1) * args.steps + 10  # each agent's column never wraps
     kwargs = dict(n_envs=args.agents, independent_agents=True, cuda_graph=args.cuda_graph, env_threads=args.env_threads)
-    return make_algorithm(
-        CONFIGS[args.config], args.device, buffer_size, overlap_updates=overlap_updates, alpha=100.0, **kwargs
-    )
+    config = CONFIGS[args.config]
+    model = make_algorithm(config, args.device, buffer_size, overlap_updates=overlap_updates, alpha=100.0, **kwargs)
+    fill_replay_buffer(model, args.fill, np.random.default_rng(0))
+    return model
 
 
 def time_learning(model: MaxDiffMPPI, steps: int, device: str) -> float:
@@ -51,6 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--agents", type=int, default=20, help="independent agents (one environment each)")
     parser.add_argument("--steps", type=int, default=300, help="steps per agent in each timed round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--fill", type=int, default=10_000, help="random transitions in each agent's column at the start")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cuda-graph", action="store_true")
     parser.add_argument("--env-threads", type=int, default=1, help="threads that step the environments (1: in turn)")

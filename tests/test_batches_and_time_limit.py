@@ -1,6 +1,7 @@
 """The runner's batches of several cells (``--batch-cells``) and its stop before a time limit (``--time-limit``)."""
 
 import argparse
+import dataclasses
 import json
 import os
 
@@ -278,47 +279,49 @@ def test_a_run_may_resume_on_another_device_and_notes_it(tmp_path, monkeypatch):
     assert note["exact"] is not th.cuda.is_available()  # exact only where it stayed on the kind of device it started on
 
 
-def test_a_batch_stepped_in_threads_trains_and_evaluates_as_one_after_the_other(tmp_path):
-    """--env-threads: the same episodes, parameters and batched evaluation as the environments stepped in turn."""
+@pytest.fixture(scope="module")
+def straight_batch(tmp_path_factory) -> tuple[str, list[dict]]:
+    """The smoke batch trained and evaluated (batched) with the default options: its folder and results."""
+    out = str(tmp_path_factory.mktemp("straight"))
+    return out, execute_group(smoke_batch(), out, options=ExecutionOptions(batch_eval=True))
+
+
+def assert_same_runs(first: tuple[str, list[dict]], second: tuple[str, list[dict]]) -> None:
+    """The same episodes, evaluation returns and final parameters, run by run."""
     import numpy as np
 
-    specs = smoke_batch()
-    serial, threaded = str(tmp_path / "serial"), str(tmp_path / "threaded")
-    first = execute_group(specs, serial, options=ExecutionOptions(batch_eval=True))
-    second = execute_group(specs, threaded, options=ExecutionOptions(batch_eval=True, env_threads=3))
-    for spec, one, other in zip(specs, first, second):
+    for spec, one, other in zip(smoke_batch(), first[1], second[1]):
         assert one["eval_returns"] == other["eval_returns"]
-        assert [(row["r"], row["l"]) for row in _monitor_rows(serial, spec)] == [
-            (row["r"], row["l"]) for row in _monitor_rows(threaded, spec)
+        assert [(row["r"], row["l"]) for row in _monitor_rows(first[0], spec)] == [
+            (row["r"], row["l"]) for row in _monitor_rows(second[0], spec)
         ]
-        params = [_parameters(os.path.join(out, spec.relpath, "model.zip")) for out in (serial, threaded)]
+        params = [_parameters(os.path.join(out, spec.relpath, "model.zip")) for out in (first[0], second[0])]
         for key in params[0]:
             np.testing.assert_array_equal(params[0][key].numpy(), params[1][key].numpy(), err_msg=key)
 
 
-def test_a_batch_with_overlapped_updates_stops_resumes_and_ends_as_one_without(tmp_path, monkeypatch):
+def test_a_batch_stepped_in_threads_trains_and_evaluates_as_one_after_the_other(tmp_path, straight_batch):
+    """--env-threads: the same episodes, parameters and batched evaluation as the environments stepped in turn."""
+    threaded = str(tmp_path / "threaded")
+    assert_same_runs(
+        straight_batch,
+        (threaded, execute_group(smoke_batch(), threaded, options=ExecutionOptions(batch_eval=True, env_threads=3))),
+    )
+
+
+def test_a_batch_with_overlapped_updates_stops_resumes_and_ends_as_one_without(tmp_path, monkeypatch, straight_batch):
     """--overlap-updates, stopped by the time limit at its second episode end and resumed: the same episodes,
     parameters and evaluation as a straight run without it."""
-    import numpy as np
-
-    specs = smoke_batch()
-    straight, overlapped = str(tmp_path / "straight"), str(tmp_path / "overlapped")
-    first = execute_group(specs, straight)
+    specs, overlapped = smoke_batch(), str(tmp_path / "overlapped")
+    options = ExecutionOptions(batch_eval=True, overlap_updates=True)
     ends = []
     monkeypatch.setattr(Deadline, "episode_ended", lambda self: ends.append(1) or len(ends) == 2)
     with pytest.raises(TimeLimitReached):
-        execute_group(specs, overlapped, options=ExecutionOptions(deadline=1e12, overlap_updates=True))
+        execute_group(specs, overlapped, options=dataclasses.replace(options, deadline=1e12))
     monkeypatch.undo()
-    second = execute_group(specs, overlapped, options=ExecutionOptions(overlap_updates=True))
-    for spec, one, other in zip(specs, first, second):
-        assert other["resumed_from_steps"] == 200
-        assert one["eval_returns"] == other["eval_returns"]
-        assert [(row["r"], row["l"]) for row in _monitor_rows(straight, spec)] == [
-            (row["r"], row["l"]) for row in _monitor_rows(overlapped, spec)
-        ]
-        params = [_parameters(os.path.join(out, spec.relpath, "model.zip")) for out in (straight, overlapped)]
-        for key in params[0]:
-            np.testing.assert_array_equal(params[0][key].numpy(), params[1][key].numpy(), err_msg=key)
+    resumed = execute_group(specs, overlapped, options=options)
+    assert [result["resumed_from_steps"] for result in resumed] == [200] * len(specs)
+    assert_same_runs(straight_batch, (overlapped, resumed))
 
 
 def test_overlap_updates_reaches_the_models(tmp_path, monkeypatch):

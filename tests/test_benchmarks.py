@@ -272,7 +272,7 @@ def test_run_script_puts_back_what_a_script_changes(tmp_path, capsys):
 def test_overlap_updates_benchmark_times_both_settings(tmp_path, capsys):
     out = tmp_path / "overlap.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "overlap_updates.py"), "--config", "point-mass", "--agents", "2",
-               "--steps", "3", "--rounds", "2", "--json", str(out)]  # fmt: skip
+               "--steps", "3", "--rounds", "2", "--fill", "500", "--json", str(out)]  # fmt: skip
     printed = _printed(command, capsys)
     assert "| point-mass | 2 | 1 |" in printed
     row = json.loads(out.read_text())

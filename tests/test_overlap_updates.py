@@ -1,14 +1,19 @@
 """``overlap_updates=True``: each step's model updates made before the environments step, with the same results."""
 
+import csv
+import io
+
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
 from helpers import TINY
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import DummyVecEnv
-from test_independent_agents import POINT_MASS, vec_env
+from test_independent_agents import POINT_MASS
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
@@ -26,17 +31,24 @@ class Recorder(BaseCallback):
         return True
 
 
-def trained(overlap_updates: bool, algo=MaxDiffMPPI, independent_agents: bool = True, steps: int = 90, **kwargs):
-    env = vec_env(3) if independent_agents else DummyVecEnv([lambda: gym.make(POINT_MASS)] * 2)
+def short_episodes(n_envs: int) -> DummyVecEnv:
+    env = DummyVecEnv([lambda: Monitor(gym.make(POINT_MASS, max_episode_steps=25))] * n_envs)
     env.seed(0)
+    return env
+
+
+def trained(overlap_updates: bool, log_dir, algo=MaxDiffMPPI, independent_agents: bool = True, **kwargs):
+    """60 steps per environment (episodes of 25 steps), a CSV log dumped at each episode end."""
+    env = short_episodes(3 if independent_agents else 2)
     model = algo(env, independent_agents=independent_agents, seed=0, overlap_updates=overlap_updates, **{**TINY, **kwargs})
+    model.set_logger(configure(str(log_dir), ["csv"]))
     recorder = Recorder()
-    model.learn(env.num_envs * steps, callback=recorder)
-    return model, np.array(recorder.actions)
+    model.learn(env.num_envs * 60, callback=recorder, log_interval=1)
+    return model, np.array(recorder.actions), (log_dir / "progress.csv").read_text()
 
 
 def assert_same_learning(first, second) -> None:
-    (model, actions), (other, other_actions) = first, second
+    (model, actions, log), (other, other_actions, other_log) = first, second
     np.testing.assert_array_equal(actions, other_actions)
     for (name, param), other_param in zip(model.policy.named_parameters(), other.policy.parameters()):
         assert th.equal(param, other_param), name
@@ -47,54 +59,38 @@ def assert_same_learning(first, second) -> None:
             assert th.equal(value, states[1][key][name]), (key, name)
     assert model._n_updates == other._n_updates > 0
     assert model.num_timesteps == other.num_timesteps
+    assert "train/model_loss" in log and same_logs(log, other_log)
+
+
+def same_logs(first: str, second: str) -> bool:
+    """
+    Two CSV logs equal in every column but the wall-clock ones: losses, update counts, learning rate, the model's
+    log_std (read at a dump, inside a step), planner statistics, returns, dumped at the same steps.
+    """
+    tables = [list(csv.DictReader(io.StringIO(text))) for text in (first, second)]
+    left_out = {"time/fps", "time/time_elapsed"}
+    return len(tables[0]) == len(tables[1]) > 0 and all(
+        {key: value for key, value in one.items() if key not in left_out}
+        == {key: value for key, value in other.items() if key not in left_out}
+        for one, other in zip(*tables)
+    )
 
 
 @pytest.mark.parametrize(
     "algo, independent_agents, kwargs",
     [
         (MaxDiffMPPI, True, {}),
-        (NNMPPI, True, {"buffer_size": 25}),  # each agent's column wraps around several times
+        (NNMPPI, True, {"buffer_size": 25}),  # each agent's column wraps around
         (MaxDiffMPPI, True, {"gradient_steps": -1, "learning_rate": lambda progress: 1e-3 * progress}),
         (MaxDiffMPPI, False, {"buffer_size": 30}),  # one model for both environments: rows and columns drawn
         (NNMPPI, False, {"action_noise": NormalActionNoise(np.zeros(2), 0.1 * np.ones(2)), "warmup_actions": "planner"}),
     ],
 )
-def test_overlapped_updates_learn_exactly_what_updates_after_the_step_learn(algo, independent_agents, kwargs):
-    """Same actions at every step, parameters, Adam moments and update count, through episode ends (every 50 steps)."""
-    first = trained(False, algo, independent_agents, **kwargs)
-    second = trained(True, algo, independent_agents, **kwargs)
+def test_overlapped_updates_learn_exactly_what_updates_after_the_step_learn(tmp_path, algo, independent_agents, kwargs):
+    """Same actions at every step, parameters, Adam moments, update count and logs, through episode ends."""
+    first = trained(False, tmp_path / "after", algo, independent_agents, **kwargs)
+    second = trained(True, tmp_path / "overlapped", algo, independent_agents, **kwargs)
     assert_same_learning(first, second)
-
-
-def test_the_logged_training_statistics_are_those_of_updates_after_the_step(tmp_path):
-    """
-    Losses, update counts, planner statistics, returns: the same logs, dumped at the same steps. The model's log_std,
-    read when a dump happens (at an episode end, inside the step), is the one after that step's updates.
-    """
-    from stable_baselines3.common.logger import configure
-
-    rows = []
-    for overlap_updates in (False, True):
-        model = MaxDiffMPPI(vec_env(3), independent_agents=True, seed=0, overlap_updates=overlap_updates, **TINY)
-        model.set_logger(configure(str(tmp_path / str(overlap_updates)), ["csv"]))
-        model.learn(3 * 120, log_interval=1)  # a dump at every episode end (every 50 steps)
-        rows.append((tmp_path / str(overlap_updates) / "progress.csv").read_text())
-    assert rows[0].count("\n") == 3 and "train/model_loss" in rows[0]
-    assert _same_but_clocks(*rows)
-
-
-def _same_but_clocks(first: str, second: str) -> bool:
-    """The two CSV logs equal in every column but the wall-clock ones and the model's log_std (as it is at the dump)."""
-    import csv
-    import io
-
-    tables = [list(csv.DictReader(io.StringIO(text))) for text in (first, second)]
-    clocks = {"time/fps", "time/time_elapsed", "train/model_log_std"}
-    return len(tables[0]) == len(tables[1]) and all(
-        {key: value for key, value in one.items() if key not in clocks}
-        == {key: value for key, value in other.items() if key not in clocks}
-        for one, other in zip(*tables)
-    )
 
 
 @pytest.mark.parametrize("buffer_size, n_adds", [(6, 20), (50, 12)])
@@ -133,7 +129,7 @@ def test_a_callback_that_stops_training_sees_that_steps_updates_made_and_counted
     """What differs, as documented: the step a callback stops at has its updates made (and counted) already."""
     counts = []
     for overlap_updates in (False, True):
-        model = NNMPPI(vec_env(3), independent_agents=True, seed=0, overlap_updates=overlap_updates, **TINY)
+        model = NNMPPI(short_episodes(3), independent_agents=True, seed=0, overlap_updates=overlap_updates, **TINY)
         model.learn(3 * 60, callback=StopAt(40))
         counts.append(model._n_updates)
         assert model._updates_made is None
@@ -156,5 +152,5 @@ def test_overlap_updates_is_checked_and_chosen_at_load_like_cuda_graph(tmp_path)
     assert NNMPPI.load(tmp_path / "model", overlap_updates=True).overlap_updates is True
     with pytest.raises(ValueError, match=r"overlap_updates must be True or False, got 1"):
         NNMPPI.load(tmp_path / "model", overlap_updates=1)
-    batch = MaxDiffMPPI(vec_env(2), independent_agents=True, overlap_updates=True, **TINY)
+    batch = MaxDiffMPPI(short_episodes(2), independent_agents=True, overlap_updates=True, **TINY)
     assert batch.agent(1).overlap_updates is True

@@ -21,6 +21,7 @@ from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule, TrainFreq, TrainFrequencyUnit
+from stable_baselines3.common.utils import update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
 from sb3_maxdiff.common.agents import AgentLayout, check_agent_env, copy_agent, make_agents
@@ -101,9 +102,9 @@ class NNMPPI(OffPolicyAlgorithm):
         updates that follow an environment step as soon as its actions are planned, before the environments step
         (on a GPU, the updates then run while the host steps the environments). The same results: the
         transition the step stores is never in those updates' draw (it waits for its next action), which is made
-        from the same rows with the same random numbers. What differs is what sees the model during that step: a
-        callback's ``on_step`` (the updates are made even where it then stops training) and a log dumped at an episode
-        end (``train/model_log_std``) see it after that step's updates. Needs ``train_freq=1``
+        from the same rows with the same random numbers, and the same logs. What differs is what a callback's ``on_step``
+        sees: the model after that step's updates, made even where the callback then stops training. Needs
+        ``train_freq=1``
     :param action_noise: SB3's exploration noise, added to the planner's (normalised) action during training
     :param replay_buffer_class: the replay buffer: :class:`NextActionReplayBuffer` or a subclass of it (the model's
         reward target needs the next action it stores)
@@ -218,6 +219,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self.cuda_graph = bool(cuda_graph)
         self.overlap_updates = bool(overlap_updates)
         self._updates_made: list[ModelUpdate] | None = None  # by overlap_updates, for the next train() call
+        self._log_std_before_updates: th.Tensor | None = None
         self.independent_agents = bool(independent_agents)
         self.n_agents: int | None = None  # one agent per env (independent agents), or None: one shared model
         self.agents: AgentLayout | None = None  # what differs between the two, set up with the model
@@ -391,6 +393,8 @@ class NNMPPI(OffPolicyAlgorithm):
     def train(self, gradient_steps: int, batch_size: int = 128) -> None:
         if self._updates_made is None:
             self._updates_made = self._model_updates(gradient_steps, batch_size)
+        elif self._updates_made:  # made before the environments stepped; their learning rate is logged here, as SB3 does
+            self.logger.record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
         self._count_updates_made()
 
     def _model_updates(self, gradient_steps: int, batch_size: int, ahead: bool = False) -> list[ModelUpdate]:
@@ -406,7 +410,10 @@ class NNMPPI(OffPolicyAlgorithm):
         if self.gradient_steps < 0:
             gradient_steps = self.agents.gradient_steps(gradient_steps)
         self.policy.set_training_mode(True)
-        self._update_learning_rate(self.policy.optimizer)
+        if ahead:
+            update_learning_rate(self.policy.optimizer, self.lr_schedule(self._current_progress_remaining))
+        else:
+            self._update_learning_rate(self.policy.optimizer)
         # one draw for all gradient steps: a single host-to-device copy
         data = self.agents.sample(self.replay_buffer, batch_size * gradient_steps, self._vec_normalize_env, ahead)
         model, optimizer = self.policy.model, self.policy.optimizer
@@ -429,6 +436,8 @@ class NNMPPI(OffPolicyAlgorithm):
         self._update_current_progress_remaining(steps_after, self._total_timesteps)  # the learning rate after the step
         try:
             self.replay_buffer.set_next_action(buffer_actions)
+            # what a log dumped during the step shows (the mean, taken as then: a copy's would round differently)
+            self._log_std_before_updates = self.policy.model.log_std.detach().mean()
             self._updates_made = self._model_updates(gradient_steps, self.batch_size, ahead=True)
         finally:
             self._current_progress_remaining = progress  # SB3 moves it on after the step, as before
@@ -445,6 +454,8 @@ class NNMPPI(OffPolicyAlgorithm):
         # learn() can fail before SB3 configured the logger
         record = self.logger.record if hasattr(self, "_logger") else lambda *args, **kwargs: None
         log_std, warn = self.policy.model.log_std, self.policy.warn_nonfinite
+        if self._updates_made is not None:  # overlap_updates: logged as it was before this step's updates
+            log_std = self._log_std_before_updates
         self._n_updates = self._stats.flush(record, self.agents, self._n_updates, log_std, warn)
 
     def dump_logs(self) -> None:
@@ -532,7 +543,7 @@ class NNMPPI(OffPolicyAlgorithm):
         # the agents are set up again with the model (_agent_returns: files of earlier versions)
         # planner_dtype="auto" is decided again at load, on the machine that loads
         excluded = ["_train_nominal", "_train_visited", "_stats", "_graphed_updates", "cuda_graph", "agents", "_agent_returns"]
-        excluded += ["overlap_updates", "_updates_made"]
+        excluded += ["overlap_updates", "_updates_made", "_log_std_before_updates"]
         excluded += ["_planner_dtype_in_use", "planner_dtype_timings"]
         return [*super()._excluded_save_params(), *excluded]
 
