@@ -241,6 +241,9 @@ def test_env_threads_benchmark_times_each_setting(tmp_path, capsys):
         rows[0]["ms_per_batch_step"] / rows[1]["ms_per_batch_step"]
     )
     assert "| 3 | 2 threads |" in printed
+    assert "the infos of 3 environments: deep copies" in printed
+    deep, dicts = json.loads(out.read_text())["info_copy_us"]["3"]
+    assert deep > 0 and dicts > 0
 
 
 def test_run_script_puts_back_what_a_script_changes(tmp_path, capsys):

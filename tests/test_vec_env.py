@@ -97,3 +97,15 @@ def test_the_stepper_returns_each_environments_step_in_order():
     outcomes = stepper.step(envs, actions)
     stepper.close()
     _assert_same(outcomes, [twin.step(action) for twin, action in zip(twins, actions)])
+
+
+def test_the_infos_returned_are_copies_of_the_dicts_not_of_their_values():
+    """A caller's change to a returned info leaves the VecEnv's own; the terminal observation is the one returned."""
+    vec_env = ThreadedVecEnv([lambda: gym.make("sb3_maxdiff/PointMass-beta1-v0", max_episode_steps=2)] * 2, n_threads=1)
+    vec_env.reset()
+    vec_env.step(np.zeros((2, 2), dtype=np.float32))
+    _, _, dones, infos = vec_env.step(np.zeros((2, 2), dtype=np.float32))
+    assert dones.all() and infos[0] is not vec_env.buf_infos[0] and infos[0] == vec_env.buf_infos[0]
+    assert infos[0]["terminal_observation"] is vec_env.buf_infos[0]["terminal_observation"]
+    infos[0]["added by the caller"] = True
+    assert "added by the caller" not in vec_env.buf_infos[0]

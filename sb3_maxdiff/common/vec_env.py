@@ -13,7 +13,6 @@ import itertools
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from copy import deepcopy
 from typing import Any
 
 import gymnasium as gym
@@ -69,6 +68,11 @@ class ThreadedVecEnv(DummyVecEnv):
     generator, and episode ends are handled one environment after the other as in ``DummyVecEnv``, so the
     observations, rewards, infos and resets are those of a ``DummyVecEnv`` of the same environments.
 
+    The infos returned are copies of the environments' info dicts, as ``DummyVecEnv`` returns, but not deep copies:
+    the values in them (numbers, the terminal observation) are the ones the environments returned, which a caller
+    should not change in place. Deep copies of every step's infos are a few percent of the host's part of a step
+    (``benchmarks/env_threads.py`` times both).
+
     :param env_fns: functions that each build one environment (as for ``DummyVecEnv``)
     :param n_threads: threads to step them in; None: as many as there are environments or cores, whichever is fewer
     """
@@ -87,7 +91,7 @@ class ThreadedVecEnv(DummyVecEnv):
                 info["terminal_observation"] = obs
                 obs, self.reset_infos[env_idx] = self.envs[env_idx].reset()
             self._save_obs(env_idx, obs)
-        return self._obs_from_buf(), np.copy(self.buf_rews), np.copy(self.buf_dones), deepcopy(self.buf_infos)
+        return self._obs_from_buf(), np.copy(self.buf_rews), np.copy(self.buf_dones), [dict(info) for info in self.buf_infos]
 
     def close(self) -> None:
         self.stepper.close()
