@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import SUBPROCESS_TIMEOUT
+from helpers import SUBPROCESS_TIMEOUT, run_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -16,7 +16,7 @@ def test_demo_runs_with_a_tiny_budget(tmp_path):
             sys.executable,
             str(ROOT / "examples" / "demo_point_mass.py"),
             "--steps",
-            "1100",
+            "1000",
             "--samples",
             "50",
             "--out",
@@ -30,16 +30,17 @@ def test_demo_runs_with_a_tiny_budget(tmp_path):
     for method in ("MaxDiff", "NN-MPPI"):
         result = results[method]
         assert len(result["returns"]) >= 1  # a 1000-step episode, or shorter ones that left the box
-        assert sum(len(path) for path in result["paths"]) == 1100  # one (x, y) point per step
+        assert sum(len(path) for path in result["paths"]) == 1000  # one (x, y) point per step
         assert len(result["paths"]) in (len(result["returns"]), len(result["returns"]) + 1)
         assert 0.0 < result["coverage"] <= 1.0
         assert len(result["msd_exponent"]) == len(result["autocorr_time"]) >= 1
 
 
-def test_demo_refuses_a_planner_without_samples(tmp_path):
-    command = [sys.executable, str(ROOT / "examples" / "demo_point_mass.py"), "--samples", "0", "--out", str(tmp_path)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
-    assert done.returncode == 2 and "--samples must be a positive number of planner samples, got 0" in done.stderr
+def test_demo_refuses_a_planner_without_samples(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run_script(ROOT / "examples" / "demo_point_mass.py", ["--samples", "0", "--out", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "--samples must be a positive number of planner samples, got 0" in capsys.readouterr().err
 
 
 @pytest.mark.expensive
@@ -98,19 +99,19 @@ def test_kept_swimmer_agents_are_the_runs_final_models():
             assert model.observation_space.shape == (10,)
 
 
-def test_synthesis_example_runs_with_a_tiny_budget(tmp_path):
+def test_synthesis_example_runs_with_a_tiny_budget(tmp_path, capsys):
     """The trajectory-synthesis examples (known dynamics, no learning): the figure and the alpha table."""
-    command = [sys.executable, str(ROOT / "examples" / "synthesis.py"), "--steps", "10", "--out", str(tmp_path)]
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    run_script(ROOT / "examples" / "synthesis.py", ["--steps", "10", "--out", str(tmp_path)])
+    printed = capsys.readouterr().out
     assert (tmp_path / "synthesis_examples.png").stat().st_size > 10_000
     rows = [line for line in printed.splitlines() if line.startswith(("| 0 |", "| 1 |", "| 10 |", "| 100 |"))]
     assert len(rows) == 4
 
 
-def test_alpha_sweep_figure_reads_the_committed_runs(tmp_path):
+def test_alpha_sweep_figure_reads_the_committed_runs(tmp_path, capsys):
     """The sweep figure from the CSVs and kept models: every series present, the means those of REPRODUCTION.md."""
-    command = [sys.executable, str(ROOT / "examples" / "alpha_sweep_figure.py"), "--out", str(tmp_path)]
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    run_script(ROOT / "examples" / "alpha_sweep_figure.py", ["--out", str(tmp_path)])
+    printed = capsys.readouterr().out
     assert (tmp_path / "alpha_sweep_heavy_swimmer.png").stat().st_size > 10_000
     assert "final evaluation, mean per alpha: 1: 35.3, 10: 42.0, 100: 92.3, 1000: -61.7; NN-MPPI 21.4" in printed
     assert "auto (settled alpha: value) 51: 58.7, 51: 99.1, 56: 16.8, 68: 99.6, 96: 29.4" in printed

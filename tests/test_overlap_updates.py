@@ -32,18 +32,18 @@ class Recorder(BaseCallback):
 
 
 def short_episodes(n_envs: int) -> DummyVecEnv:
-    env = DummyVecEnv([lambda: Monitor(gym.make(POINT_MASS, max_episode_steps=25))] * n_envs)
+    env = DummyVecEnv([lambda: Monitor(gym.make(POINT_MASS, max_episode_steps=15))] * n_envs)
     env.seed(0)
     return env
 
 
 def trained(overlap_updates: bool, log_dir, algo=MaxDiffMPPI, independent_agents: bool = True, **kwargs):
-    """60 steps per environment (episodes of 25 steps), a CSV log dumped at each episode end."""
+    """40 steps per environment (episodes of 15 steps), a CSV log dumped at each episode end."""
     env = short_episodes(3 if independent_agents else 2)
     model = algo(env, independent_agents=independent_agents, seed=0, overlap_updates=overlap_updates, **{**TINY, **kwargs})
     model.set_logger(configure(str(log_dir), ["csv"]))
     recorder = Recorder()
-    model.learn(env.num_envs * 60, callback=recorder, log_interval=1)
+    model.learn(env.num_envs * 40, callback=recorder, log_interval=1)
     return model, np.array(recorder.actions), (log_dir / "progress.csv").read_text()
 
 
@@ -80,10 +80,14 @@ def same_logs(first: str, second: str) -> bool:
     "algo, independent_agents, kwargs",
     [
         (MaxDiffMPPI, True, {}),
-        (NNMPPI, True, {"buffer_size": 25}),  # each agent's column wraps around
-        (MaxDiffMPPI, True, {"gradient_steps": -1, "learning_rate": lambda progress: 1e-3 * progress}),
-        (MaxDiffMPPI, False, {"buffer_size": 30}),  # one model for both environments: rows and columns drawn
-        (NNMPPI, False, {"action_noise": NormalActionNoise(np.zeros(2), 0.1 * np.ones(2)), "warmup_actions": "planner"}),
+        # each agent's column wraps around; a learning-rate schedule; one update per step collected
+        (NNMPPI, True, {"buffer_size": 25, "gradient_steps": -1, "learning_rate": lambda progress: 1e-3 * progress}),
+        # one model for both environments (rows and columns drawn), its buffer wrapping; SB3's action noise
+        (
+            MaxDiffMPPI,
+            False,
+            {"buffer_size": 30, "action_noise": NormalActionNoise(np.zeros(2), 0.1 * np.ones(2)), "warmup_actions": "planner"},
+        ),
     ],
 )
 def test_overlapped_updates_learn_exactly_what_updates_after_the_step_learn(tmp_path, algo, independent_agents, kwargs):
