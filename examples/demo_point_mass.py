@@ -163,7 +163,10 @@ def main() -> None:
     plot(results, args.seed, path)
     for name, result in results.items():
         returns = [round(r) for r in result["returns"]]
-        print(f"{name}: {result['seconds']:.0f} s, episode returns {returns}")
+        print(f"{name}: {result['seconds']:.0f} s, episode returns {returns or 'none finished'}")
+        if not result["msd_exponent"]:
+            print("  no finished episode to take the ergodicity diagnostics of (train for more steps)")
+            continue
         print(
             f"  coverage of the +/-5 box (20 x 20 cells) {result['coverage']:.1%}, median MSD exponent "
             f"{np.nanmedian(result['msd_exponent']):.2f}, "

@@ -11,29 +11,25 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_demo_runs_with_a_tiny_budget(tmp_path):
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "examples" / "demo_point_mass.py"),
-            "--steps",
-            "1000",
-            "--samples",
-            "50",
-            "--out",
-            str(tmp_path),
-        ],
-        check=True,
-        timeout=SUBPROCESS_TIMEOUT,
-    )
+    steps = 300  # the point mass leaves its box within a few hundred steps; a 1000-step episode would need 1000
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "demo_point_mass.py"), "--steps", str(steps), "--samples", "50",
+         "--out", str(tmp_path)],
+        check=True, timeout=SUBPROCESS_TIMEOUT, capture_output=True, text=True,
+    ).stdout  # fmt: skip
     assert (tmp_path / "point_mass_paths_and_returns.png").stat().st_size > 10_000
     results = json.loads((tmp_path / "returns.json").read_text())
     for method in ("MaxDiff", "NN-MPPI"):
         result = results[method]
-        assert len(result["returns"]) >= 1  # a 1000-step episode, or shorter ones that left the box
-        assert sum(len(path) for path in result["paths"]) == 1000  # one (x, y) point per step
+        assert sum(len(path) for path in result["paths"]) == steps  # one (x, y) point per step
         assert len(result["paths"]) in (len(result["returns"]), len(result["returns"]) + 1)
-        assert 0.0 < result["coverage"] <= 1.0
-        assert len(result["msd_exponent"]) == len(result["autocorr_time"]) >= 1
+        assert len(result["steps"]) == len(result["returns"])
+        # the diagnostics are those of the finished episodes, one each
+        assert len(result["msd_exponent"]) == len(result["autocorr_time"]) == len(result["returns"])
+        if result["returns"]:
+            assert 0.0 < result["coverage"] <= 1.0 and "coverage of the +/-5 box" in out
+        else:
+            assert result["coverage"] == 0.0 and "no finished episode" in out
 
 
 def test_demo_refuses_a_planner_without_samples(tmp_path, capsys):

@@ -100,7 +100,7 @@ def run(module: str, *args: str, cwd) -> subprocess.CompletedProcess:
     )
 
 
-TINY = ["-params", "horizon:5", "n_samples:16", "learning_starts:50"]
+TINY = ["-params", "horizon:5", "n_samples:16", "learning_starts:50", "gradient_steps:1"]
 
 
 @pytest.mark.slow
@@ -130,8 +130,9 @@ def test_train_enjoy_and_record_video(tmp_path):
 def test_optimize_shares_one_sqlite_study_between_two_processes(tmp_path):
     command = [
         sys.executable, "-m", "sb3_maxdiff.train", "--algo", "nnmppi", "--env", "sb3_maxdiff/PointMass-beta1-v0",
-        "-n", "60", "-optimize", "--n-trials", "1", "--n-evaluations", "1", "--eval-episodes", "1", "--sampler", "random",
-        "--env-kwargs", "max_episode_steps:10", "--eval-env-kwargs", "max_episode_steps:10", "-params", "learning_starts:20",
+        "-n", "30", "-optimize", "--n-trials", "1", "--n-evaluations", "1", "--eval-episodes", "1", "--sampler", "random",
+        "--env-kwargs", "max_episode_steps:10", "--eval-env-kwargs", "max_episode_steps:10",
+        "-params", "learning_starts:20", "gradient_steps:1",
     ]  # fmt: skip
     processes = [
         subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)
