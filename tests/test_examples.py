@@ -11,7 +11,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_demo_runs_with_a_tiny_budget(tmp_path):
-    steps = 300  # the point mass leaves its box within a few hundred steps; a 1000-step episode would need 1000
+    steps = 300  # fewer than an episode's 1000: the episodes that end are those that left the box
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo_point_mass.py"), "--steps", str(steps), "--samples", "50",
          "--out", str(tmp_path)],
