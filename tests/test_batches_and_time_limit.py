@@ -348,3 +348,101 @@ def test_env_threads_reaches_the_runs_and_must_be_positive(tmp_path, monkeypatch
     with pytest.raises(SystemExit):
         experiments_main([*args, "--env-threads", "0"])
     assert "--env-threads" in capsys.readouterr().err
+
+
+def test_a_signal_stops_training_with_a_checkpoint_and_then_the_evaluation(tmp_path, monkeypatch):
+    """A SIGTERM (as kill, timeout or a scheduler send) stops training at the next step with a checkpoint, and an
+    evaluation at its next step; the same call then resumes each."""
+    import signal
+
+    from sb3_maxdiff.experiments.options import StopRequest
+    from sb3_maxdiff.experiments.training import Progress
+
+    specs, out = smoke_batch(), str(tmp_path)
+    steps, stop_at = [0], [150]  # environment steps of the 4 agents: 150 is in the first episode's middle
+
+    def count_and_maybe_signal(self):
+        steps[0] += 1
+        if steps[0] == stop_at[0]:
+            StopRequest.handle(signal.SIGTERM)
+
+    monkeypatch.setattr(Progress, "__call__", count_and_maybe_signal)
+    monkeypatch.setattr(StopRequest, "signal_name", None)
+    with pytest.raises(TimeLimitReached, match=r"stopped on SIGTERM at 38 of 300 steps per agent, checkpoint in"):
+        execute_group(specs, out)  # no time limit: the signal alone stops it
+    checkpoint = json.loads(open(os.path.join(batch_dir(out, specs), "checkpoint.json")).read())
+    assert checkpoint["agent_timesteps"] == 38  # the step after the signal's is not kept
+    # resumed, then stopped again in the evaluation of the first run (4 x 262 training steps, then 50 of its 100)
+    monkeypatch.setattr(StopRequest, "signal_name", None)
+    steps[0], stop_at[0] = 0, 4 * 262 + 50
+    with pytest.raises(TimeLimitReached, match="stopped on SIGTERM during the evaluation of beta=1 / maxdiff / seed 0"):
+        execute_group(specs, out)
+    assert all((tmp_path / spec.relpath / "model.zip").exists() for spec in specs)
+    assert not any(is_finished(out, spec) for spec in specs)
+    with pytest.raises(TimeLimitReached, match="stopped on SIGTERM before training"):
+        execute_group(build_specs("point-mass-beta", "smoke", [5], settings=["beta=1"], methods=["nnmppi"]), out)
+    monkeypatch.setattr(StopRequest, "signal_name", None)
+    results = execute_group(specs, out)
+    assert [result["resumed_from_steps"] for result in results] == [38] * 4
+    assert all(is_finished(out, spec) for spec in specs)
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as file:
+                    fields = file.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                children.append(int(entry))
+    return children
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            return file.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the process tree from Linux's /proc")
+def test_sigterm_to_run_stops_its_worker_with_a_checkpoint_and_exits_with_status_3(tmp_path):
+    """Before: the worker process trained on, alone, after ``run`` was killed; the same command started beside it then
+    trained the same run twice in one folder."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers import SUBPROCESS_TIMEOUT
+
+    run = ["run", "point-mass-beta", "--budget", "smoke", "--settings", "beta=1", "--methods", "nnmppi", "--seeds", "1"]
+    command = [sys.executable, "-m", "sb3_maxdiff.experiments", *run, "--steps", "100000", "--out", str(tmp_path)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    workers: list[int] = []
+    try:
+        started = time.time()
+        # wait until the worker has trained its first episode (100 steps)
+        while not any(len(path.read_text().splitlines()) > 2 for path in tmp_path.rglob("monitor.csv")):
+            assert process.poll() is None and time.time() - started < SUBPROCESS_TIMEOUT, process.communicate()[0]
+            time.sleep(0.2)
+        workers = _children(process.pid)
+        assert workers
+        process.send_signal(signal.SIGTERM)
+        # a worker left training would hold the output pipe open: the wait would end only with the timeout
+        printed = process.communicate(timeout=300)[0]
+    finally:
+        for pid in [process.pid, *workers]:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert process.returncode == EXIT_TIME_LIMIT, printed
+    assert "SIGTERM: each run stops at its next step" in printed and "stopped on SIGTERM at" in printed
+    assert "run the same command again to resume them" in printed
+    assert not any(_alive(pid) for pid in workers)
+    (checkpoint,) = tmp_path.rglob("checkpoint.json")
+    assert 100 <= json.loads(checkpoint.read_text())["agent_timesteps"] < 100_000

@@ -31,6 +31,25 @@ def test_bonus_equals_the_planner_entropy_of_the_trailing_states():
         assert reward == pytest.approx(info["task_reward"] + 2.0 * expected, rel=1e-6)
 
 
+def test_the_window_starts_again_with_each_episode():
+    """The trailing window holds the current episode's states only: after a reset no bonus until it fills again."""
+    env = PathEntropyReward(gym.make(ENV_ID), alpha=1.0, window=4)
+    env.reset(seed=0)
+    for _ in range(10):
+        _, _, _, _, info = env.step(env.action_space.sample())
+    assert info["path_entropy_bonus"] != 0.0
+    obs, _ = env.reset(seed=1)
+    states = [obs]
+    for step in range(5):
+        obs, reward, _, _, info = env.step(env.action_space.sample())
+        states.append(obs)
+        if step < 2:  # 2 or 3 states of the new episode: the last episode's do not fill the window
+            assert info["path_entropy"] == 0.0 and reward == info["task_reward"]
+        else:
+            expected = path_entropy(th.as_tensor(np.array(states[-4:]), dtype=th.float64)).item()
+            assert info["path_entropy"] == pytest.approx(expected, rel=1e-6)
+
+
 class TaskReturns(BaseCallback):
     def __init__(self):
         super().__init__()

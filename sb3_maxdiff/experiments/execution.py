@@ -19,7 +19,7 @@ from sb3_maxdiff.common.vec_env import EnvStepper
 from sb3_maxdiff.experiments.algos import get_algo
 from sb3_maxdiff.experiments.batching import batch_algo, batch_key, batch_kwargs, is_batchable
 from sb3_maxdiff.experiments.environments import make_env
-from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions
+from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, StopRequest
 from sb3_maxdiff.experiments.specs import (
     BATCH_FILE,
     ERGODICITY_FILE,
@@ -59,6 +59,11 @@ def _evaluation_seed(spec: RunSpec, index: int) -> int:
 def _evaluate(model: Any, spec: RunSpec, progress: Progress) -> dict[str, list[float]]:
     """Returns of ``spec.eval_episodes`` episodes of the final policy on each evaluation environment."""
     returns = {}
+
+    def each_step(*_: Any) -> None:
+        progress()
+        StopRequest.raise_if_asked(f"during the evaluation of {spec.name}")
+
     for index, env_id in enumerate(spec.eval_env_ids):
         env = Monitor(make_env(env_id, spec))
         env.reset(seed=_evaluation_seed(spec, index))
@@ -70,7 +75,7 @@ def _evaluate(model: Any, spec: RunSpec, progress: Progress) -> dict[str, list[f
             n_eval_episodes=spec.eval_episodes,
             deterministic=False,
             return_episode_rewards=True,
-            callback=lambda *_: progress(),
+            callback=each_step,
         )
         returns[env_id] = [float(value) for value in episode_returns]
     return returns
@@ -115,6 +120,7 @@ def _evaluate_batch(specs: list[RunSpec], out: str, progress: Progress, options:
             episodes: list[list[float]] = [[] for _ in specs]
             totals, starts, state = np.zeros(len(specs)), np.ones(len(specs), dtype=bool), None
             while any(len(done) < spec.eval_episodes for done, spec in zip(episodes, specs)):
+                StopRequest.raise_if_asked("during the batched evaluation")
                 actions, state = batch.predict(obs, state=state, episode_start=starts, deterministic=False)
                 starts = np.zeros(len(specs), dtype=bool)
                 rows = [row for row, spec in enumerate(specs) if len(episodes[row]) < spec.eval_episodes]

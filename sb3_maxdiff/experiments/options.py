@@ -1,10 +1,13 @@
 """
 How runs execute, apart from what they compute: torch threads, CUDA graphs, batched evaluation, and the time
-limit by which a run stops with a checkpoint (:class:`Deadline`, :class:`TimeLimitReached`). None of it is part
-of a run's identity, so a run may resume under other options.
+limit by which a run stops with a checkpoint (:class:`Deadline`, :class:`TimeLimitReached`), or the signal that
+stops it the same way (:class:`StopRequest`). None of it is part of a run's identity, so a run may resume under
+other options.
 """
 
 import dataclasses
+import math
+import signal
 import time
 from typing import Any
 
@@ -45,7 +48,36 @@ class ExecutionOptions:
 
 
 class TimeLimitReached(Exception):
-    """A run stopped before the time limit, its training checkpointed: the same command resumes it."""
+    """A run stopped before the time limit, or on a signal, its training checkpointed: the same command resumes it."""
+
+
+class StopRequest:
+    """
+    A stop asked for from outside the process (SIGTERM, as ``kill``, ``timeout`` or a cluster's scheduler send, or
+    Ctrl-C's SIGINT): each run of the process then stops as at its time limit, training with a checkpoint at its next
+    step and an evaluation (not checkpointed) at its next step, and the same command resumes them. Training stopped in
+    the middle of an episode resumes on random draws of its own (``resumes.json`` says ``"exact": false``).
+    """
+
+    signal_name: str | None = None  # the first signal received, once one has been
+
+    @classmethod
+    def handle(cls, signum: int, frame: Any = None) -> None:
+        """Signal handler: note the stop (a repeated signal changes nothing)."""
+        if cls.signal_name is None:
+            cls.signal_name = signal.Signals(signum).name
+
+    @classmethod
+    def install(cls) -> None:
+        """Stop on SIGTERM and SIGINT rather than die (in a worker process's main thread)."""
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, cls.handle)
+
+    @classmethod
+    def raise_if_asked(cls, where: str) -> None:
+        """Raise :class:`TimeLimitReached` if a stop was asked for, saying ``where`` (e.g. "during the evaluation of x")."""
+        if cls.signal_name is not None:
+            raise TimeLimitReached(f"stopped on {cls.signal_name} {where}; the same command resumes it")
 
 
 class Deadline:
@@ -65,8 +97,20 @@ class Deadline:
         self.save_seconds = 0.0
         self.last_end = time.time()
 
+    @property
+    def active(self) -> bool:
+        """Whether training must watch for a stop: a limit is set, or a signal asked for a stop."""
+        return self.at is not None or StopRequest.signal_name is not None
+
     def left(self) -> float:
-        return float("inf") if self.at is None else self.at - time.time()
+        """Seconds left before the limit (none once a signal asked for a stop)."""
+        if StopRequest.signal_name is not None:
+            return -math.inf
+        return math.inf if self.at is None else self.at - time.time()
+
+    def reason(self) -> str:
+        """Why training stopped: the limit, or the signal."""
+        return "stopped before the time limit" if StopRequest.signal_name is None else f"stopped on {StopRequest.signal_name}"
 
     def episode_ended(self) -> bool:
         """Note an episode end; whether training should stop here."""
@@ -80,5 +124,6 @@ class Deadline:
 
     def check(self, needed: float, what: str) -> None:
         """Raise :class:`TimeLimitReached` unless ``needed`` seconds are left for ``what``."""
+        StopRequest.raise_if_asked(f"before {what}")
         if self.left() < needed + self.MARGIN_SECONDS:
             raise TimeLimitReached(f"stopped before the time limit: {what} ({needed:.0f} s) would not end before it")

@@ -12,27 +12,31 @@ MaxDiff agents of several alphas and the NN-MPPI agents (alpha 0, control term o
 """
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 import traceback
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
 from sb3_maxdiff.experiments.arguments import duration_seconds, gpu_share, non_negative_int, positive_int
 from sb3_maxdiff.experiments.batching import group_runs
 from sb3_maxdiff.experiments.execution import execute_group
-from sb3_maxdiff.experiments.options import ExecutionOptions, TimeLimitReached
+from sb3_maxdiff.experiments.options import ExecutionOptions, StopRequest, TimeLimitReached
 from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, get_budget
 from sb3_maxdiff.experiments.specs import RESULT_FILE, RunSpec, build_specs, is_finished
 from sb3_maxdiff.experiments.training import training_steps_done
 
 # exit status of ``run``: 0 every run finished; 1 a run failed (error.txt in its folder); 3 runs were stopped before
-# --time-limit, their training checkpointed: the same command resumes them
+# --time-limit or by SIGTERM / SIGINT, their training checkpointed: the same command resumes them
 EXIT_FAILED = 1
 EXIT_TIME_LIMIT = 3
 
@@ -40,6 +44,7 @@ EXIT_TIME_LIMIT = 3
 def _init_worker(counter: Any) -> None:
     global _worker_counter
     _worker_counter = counter
+    StopRequest.install()  # a signal stops the worker's runs with a checkpoint, the way the time limit does
 
 
 _worker_counter: Any = None
@@ -129,7 +134,10 @@ def run_local(groups: list[list[RunSpec]], out: str, jobs: int, options: Executi
         sum(training_steps_done(out, group) for group in groups),
     )
     failed: list[RunSpec] = []
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(counter,)) as pool:
+    with (
+        ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(counter,)) as pool,
+        _stops_passed_to_workers(display) as stops,
+    ):
         futures: dict[Future, list[RunSpec]] = {
             pool.submit(_local_task, group, out, options or ExecutionOptions()): group for group in groups
         }
@@ -137,13 +145,53 @@ def run_local(groups: list[list[RunSpec]], out: str, jobs: int, options: Executi
         while pending:
             finished, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
             display.steps(counter.value)
+            if stops:  # groups not started yet do not start
+                for future in pending:
+                    future.cancel()
             for future in finished:
                 _report_outcome(future, futures[future], display, failed)
     display.close()
     return failed
 
 
+@contextlib.contextmanager
+def _stops_passed_to_workers(display: ProgressDisplay) -> Iterator[list[int]]:
+    """
+    While the workers run: a SIGTERM or SIGINT to this process is passed on to them as SIGTERM, so that each stops
+    its runs with a checkpoint (:class:`StopRequest`) rather than train on after this process is gone; a second one
+    kills them at once. Yields the signals received (a worker gets Ctrl-C's SIGINT from the terminal as well).
+    """
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():  # signal handlers belong to the main thread
+        yield received
+        return
+
+    def handle(signum: int, frame: Any) -> None:
+        received.append(signum)
+        workers = mp.active_children()
+        if len(received) > 1:
+            for worker in workers:
+                worker.kill()
+            raise KeyboardInterrupt
+        display.note(
+            f"{signal.Signals(signum).name}: each run stops at its next step, training with a checkpoint (the same "
+            "command resumes it); send it again to stop at once, losing what was done since the last checkpoint"
+        )
+        for worker in workers:
+            os.kill(worker.pid, signal.SIGTERM)
+
+    previous = {signum: signal.signal(signum, handle) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def _report_outcome(future: Future, group: list[RunSpec], display: ProgressDisplay, failed: list[RunSpec]) -> None:
+    if future.cancelled():
+        display.note(f"{', '.join(spec.name for spec in group)}: not started (stopped by a signal)")
+        return
     error = future.exception()
     if error is None:
         for spec, result in zip(group, future.result()):
@@ -340,7 +388,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         default=None,
         help="stop before this much time has passed (minutes, or e.g. 2h, 1h30m, 45m): training writes a checkpoint "
         "and no evaluation starts that would not end in time; exit status 3 says runs are left, and the same command "
-        "resumes them (for cluster jobs and lent GPUs)",
+        "resumes them (for cluster jobs and lent GPUs). SIGTERM or Ctrl-C stops the runs the same way, at their next "
+        "step",
     )
     parser.add_argument("--list", action="store_true", help="print the runs and whether they are finished, and stop")
     args = parser.parse_args(argv)
@@ -384,6 +433,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         print("failed: " + "; ".join(spec.name for spec in failed), file=sys.stderr)
         return EXIT_FAILED
     if done < len(specs):
-        print(f"{len(specs) - done} runs stopped before the time limit; run the same command again to resume them")
+        print(
+            f"{len(specs) - done} runs stopped before the time limit or on a signal; run the same command again to resume them"
+        )
         return EXIT_TIME_LIMIT
     return 0

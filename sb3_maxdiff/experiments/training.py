@@ -98,13 +98,12 @@ def _ergodicity_logger(run_dir: str, spec: RunSpec, env_index: int, steps_before
 class _GroupHook(BaseCallback):
     """
     Progress, each run's episode count and the group's checkpoints (when an episode ends, and when training stops
-    before the time limit: at an episode end where it can, at any step where it must). A checkpoint asked for at a
-    step is written at the start of the next one, once SB3 has stored the step's transition and made its updates;
-    a stop then ends training at that next step, which is not kept.
+    before the time limit: at an episode end where it can, at any step where it must; on a signal, at the next step).
+    A checkpoint asked for at a step is written at the start of the next one, once SB3 has stored the step's
+    transition and made its updates; a stop then ends training at that next step, which is not kept.
 
     :param single_shot: the window bookkeeping of a single-shot run (one per agent of a batch): its checkpoints are
-        taken at any step (the
-        episode never ends) and keep the environment and the bookkeeping as well
+        taken at any step (the episode never ends) and keep the environment and the bookkeeping as well
     """
 
     def __init__(
@@ -149,7 +148,7 @@ class _GroupHook(BaseCallback):
         for index, done in enumerate(dones):
             self.episodes[index] += int(done)
         self.ended = [bool(done) for done in dones]
-        if self.deadline.at is not None:
+        if self.deadline.active:
             ended = dones.any() and self.deadline.episode_ended()
             if ended or self.deadline.left() < self.deadline.reserve():
                 self.pending = "stop"
@@ -297,7 +296,7 @@ def _train_single_shot(specs: list[RunSpec], out: str, progress: Progress, optio
         learn_single_shot(model, specs[0].steps - done, callback=[hook], logger=windows[0])
     if hook.stopped:
         raise TimeLimitReached(
-            f"stopped before the time limit at {hook.last_checkpoint} of {specs[0].steps} steps"
+            f"{hook.deadline.reason()} at {hook.last_checkpoint} of {specs[0].steps} steps"
             f"{' per agent' if batched else ''}, checkpoint in {directory}"
         )
     seconds = time.perf_counter() - start
@@ -373,7 +372,7 @@ def train_group(specs: list[RunSpec], out: str, progress: Progress, options: Exe
     model.learn(len(specs) * (specs[0].steps - done), callback=callbacks, reset_num_timesteps=done == 0)
     if hook.stopped:
         raise TimeLimitReached(
-            f"stopped before the time limit at {hook.last_checkpoint} of {specs[0].steps} steps per agent, checkpoint in "
+            f"{hook.deadline.reason()} at {hook.last_checkpoint} of {specs[0].steps} steps per agent, checkpoint in "
             f"{directory}"
         )
     info = {"train_seconds": time.perf_counter() - start, "resumed_from_steps": done}
