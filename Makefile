@@ -1,4 +1,4 @@
-LINT_PATHS = sb3_maxdiff/ tests/ examples/ benchmarks/
+LINT_PATHS = sb3_maxdiff/ tests/ examples/ benchmarks/ tools/
 
 pytest:
 	python -m pytest -n 2 tests

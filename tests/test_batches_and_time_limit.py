@@ -410,6 +410,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the process tree from Linux's /proc")
 def test_sigterm_to_run_stops_its_worker_with_a_checkpoint_and_exits_with_status_3(tmp_path):
     """Before: the worker process trained on, alone, after ``run`` was killed; the same command started beside it then

@@ -203,6 +203,18 @@ def test_the_training_warm_start_is_zeroed_where_an_episode_ends(monkeypatch):
         assert th.equal(warm_start(seen[index][1], seen[index][0]), th.zeros_like(seen[index][1]))
 
 
+def test_a_new_learn_call_does_not_bootstrap_across_the_reset_it_makes():
+    """``learn`` resets the environments (``reset_num_timesteps=True``): the last transition of the call before has no
+    next action of its episode, so the TD-like reward target must not bootstrap from the new episode's first action."""
+    model = NNMPPI(gym.make(POINT_MASS, max_episode_steps=100), seed=0, device="cpu", **TINY)
+    model.learn(30)
+    model.learn(5)
+    masks = model.replay_buffer.bootstrap_masks[:35, 0]
+    assert masks[:29].tolist() == [1.0] * 29  # within the first call's episode
+    assert masks[29] == 0.0  # the episode the second call's reset cut
+    assert masks[30:34].tolist() == [1.0] * 4
+
+
 def test_control_cost_option_reaches_the_planner_of_both_algorithms():
     for algo, default in ((NNMPPI, True), (MaxDiffMPPI, False)):
         assert algo(POINT_MASS, **TINY).policy.planner.settings.control_cost is default

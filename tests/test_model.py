@@ -101,3 +101,28 @@ def test_loss_leaves_out_rows_with_non_finite_entries():
     all_bad = [tensor.clone() for tensor in batch]
     all_bad[0][:] = float("nan")
     assert th.isnan(model.loss(*all_bad).total)
+
+
+def test_each_update_of_a_train_call_takes_the_next_minibatch_of_the_draw():
+    """``gradient_steps`` updates from one replay draw of ``gradient_steps * batch_size`` rows: update k on rows
+    k * batch_size .. (k + 1) * batch_size, as consecutive draws of ``batch_size`` would be."""
+    import copy
+
+    from sb3_maxdiff.common.optimizers import model_updates
+
+    th.manual_seed(0)
+    model = DynamicsRewardModel(3, 1, [8])
+    optimizer = th.optim.Adam(model.parameters(), lr=1e-2)
+    reference = copy.deepcopy(model)
+    reference_optimizer = th.optim.Adam(reference.parameters(), lr=1e-2)
+    rows = 3 * 4
+    data = [th.randn(rows, 3), th.randn(rows, 1), th.randn(rows, 3), th.randn(rows, 1), th.randn(rows, 1), th.ones(rows, 1)]
+    updates = model_updates(model, optimizer, data, batch_size=4, gradient_steps=3)
+    for step, update in enumerate(updates):
+        losses = reference.loss(*(tensor[step * 4 : (step + 1) * 4] for tensor in data))
+        th.testing.assert_close(update.losses.total, losses.total)
+        reference_optimizer.zero_grad()
+        losses.total.backward()
+        reference_optimizer.step()
+    for own, expected in zip(model.parameters(), reference.parameters()):
+        th.testing.assert_close(own, expected)

@@ -114,6 +114,24 @@ def test_diverging_model_gives_finite_actions():
     assert (result.stat("nonfinite") > 0).all()  # reported as non-finite
 
 
+def test_a_non_finite_warm_start_is_zeroed_and_counted():
+    """A NaN in the nominal sequence handed in (e.g. a corrupted ``predict`` state) does not reach the actions: the
+    entries it makes non-finite start again from zero, and the statistics count them."""
+
+    class Linear(th.nn.Module):
+        def forward(self, state, action):
+            return state + action.sum(dim=-1, keepdim=True), -state.square().sum(dim=-1)
+
+    planner = MPPIPlanner(action_dim=2, horizon=5, n_samples=10, temperature=0.5, noise_std=0.3, control_cost=False)
+    nominal = planner.initial_nominal(2, "cpu")
+    nominal[0, 2, 1] = float("nan")  # shifted by the warm start to step 1 of environment 0
+    result = planner.plan(Linear(), th.ones(2, 1), nominal, generator=th.Generator().manual_seed(0))
+    assert th.isfinite(result.actions).all() and th.isfinite(result.nominal).all()
+    assert result.nominal[0, 1, 1] == 0.0 and (result.nominal[0, 1, 0] != 0.0) and (result.nominal[1] != 0.0).all()
+    # environment 0: its 10 samples carry the NaN (their returns are NaN), and one entry of its updated nominal
+    assert result.stat("nonfinite").tolist() == [10.0 + 1.0, 0.0]
+
+
 def stepped_rollout(model: DynamicsRewardModel, obs: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
     """Reference: call the model one step at a time, as the MPPI equations read."""
     state, total, visited = obs, th.zeros(obs.shape[0], dtype=obs.dtype), []

@@ -1,0 +1,232 @@
+"""
+Mutation audit: does the test suite catch a wrong implementation?
+
+Each mutant below is one small, plausible mistake in the library (a factor, a sign, an index, a forgotten reset).
+For each, the script copies the committed tree (``git archive HEAD``) into a temporary folder once, writes the
+mutant into the copy, runs the test files that check the mathematics with ``-x`` and notes the first test that
+fails. A mutant that no test catches ("SURVIVED") is a test to write. The pinned seeded digests
+(``tests/test_seeded_results.py``) are left out on purpose: they catch any change at all, not a wrong one.
+
+    python tools/mutation_audit.py                      # every mutant, about 1 minute each on 2 cores
+    python tools/mutation_audit.py --only cov_biased    # some of them
+    python tools/mutation_audit.py --list
+
+Exit status 1 when a mutant survives (or no longer applies to the code), 0 otherwise.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from io import BytesIO
+from pathlib import Path
+from typing import NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ENTROPY = "sb3_maxdiff/common/entropy.py"
+MPPI = "sb3_maxdiff/common/mppi.py"
+MODELS = "sb3_maxdiff/common/models.py"
+BUFFERS = "sb3_maxdiff/common/buffers.py"
+AUTO_ALPHA = "sb3_maxdiff/common/auto_alpha.py"
+SCHEDULES = "sb3_maxdiff/common/schedules.py"
+OPTIMIZERS = "sb3_maxdiff/common/optimizers.py"
+ERGODICITY = "sb3_maxdiff/common/ergodicity.py"
+NNMPPI = "sb3_maxdiff/nnmppi/nnmppi.py"
+WRAPPER = "sb3_maxdiff/wrappers/path_entropy_reward.py"
+
+
+class Mutant(NamedTuple):
+    name: str
+    path: str
+    old: str  # must occur exactly once in the file
+    new: str
+
+
+MUTANTS = [
+    # the path entropy
+    Mutant("cov_biased", ENTROPY, "/ (paths.shape[-2] - 1)", "/ paths.shape[-2]"),
+    Mutant("logdet_no_half", ENTROPY, "return 0.5 * th.linalg.slogdet(", "return th.linalg.slogdet("),
+    Mutant("weights_squared", ENTROPY, "paths = paths * weights\n", "paths = paths * weights**2\n"),
+    Mutant("stride_half", ENTROPY, "stride = max(window // 3, 1)", "stride = max(window // 2, 1)"),
+    Mutant("top_eigs_smallest", ENTROPY, "eigvalsh(covariance)[..., dim - top_m :]", "eigvalsh(covariance)[..., :top_m]"),
+    Mutant("bonus_half_alpha", ENTROPY, "th.where(alpha > 0, alpha * entropy,", "th.where(alpha > 0, 0.5 * alpha * entropy,"),
+    Mutant("history_after_path", ENTROPY, "paths = th.cat([past, paths], dim=-2)", "paths = th.cat([paths, past], dim=-2)"),
+    Mutant("visited_min_age", ENTROPY, "self.size - int(self.ages.max()) :]", "self.size - int(self.ages.min()) :]"),
+    Mutant("visited_no_episode_reset", ENTROPY, "            if starts.any():\n", "            if False:\n"),
+    # the planner
+    Mutant("smoothing_gain", MPPI, "0.5 ** (lag + 1)", "0.5 ** lag"),
+    Mutant(
+        "smoothing_anticausal", MPPI, "self._smoothing(obs.device, obs.dtype) @", "self._smoothing(obs.device, obs.dtype).T @"
+    ),
+    Mutant(
+        "warm_start_repeat_last",
+        MPPI,
+        "th.cat([nominal[:, 1:], th.zeros_like(nominal[:, :1])], dim=1)",
+        "th.cat([nominal[:, 1:], nominal[:, -1:]], dim=1)",
+    ),
+    Mutant("warm_start_no_reset", MPPI, "return shifted * (~reset).to(shifted.dtype)[:, None, None]", "return shifted"),
+    Mutant("weights_times_temperature", MPPI, "/ temperature) + 1e-5", "* temperature) + 1e-5"),
+    Mutant("weights_no_floor", MPPI, "/ temperature) + 1e-5", "/ temperature)"),
+    Mutant("control_std_not_squared", MPPI, "/ settings.noise_std**2", "/ settings.noise_std"),
+    Mutant(
+        "control_mask_inverted",
+        MPPI,
+        "control = settings.control_cost_mask(returns.device, scores.dtype) * control",
+        "control = (1 - settings.control_cost_mask(returns.device, scores.dtype)) * control",
+    ),
+    Mutant(
+        "nominal_from_samples",
+        MPPI,
+        'th.einsum("ek,ekhm->ehm", weights, noise)',
+        'th.einsum("ek,ekhm->ehm", weights, samples)',
+    ),
+    Mutant("clip_keeps_noise", MPPI, "            noise = samples - nominal[:, None]\n", ""),
+    Mutant("nonfinite_scores_kept", MPPI, "scores = th.where(finite, scores, th.full_like(scores, INVALID_SCORE))", "pass"),
+    Mutant("nonfinite_nominal_kept", MPPI, "nominal = th.where(nominal_finite, nominal, th.zeros_like(nominal))", "pass"),
+    Mutant("ess_wrong", MPPI, "1.0 / (weights**2).sum(dim=-1),", "1.0 / weights.sum(dim=-1),"),
+    Mutant("spread_unbiased", MPPI, "/ count.clamp(min=1.0)).sqrt()", "/ (count - 1.0).clamp(min=1.0)).sqrt()"),
+    # the model, its loss and its updates
+    Mutant("rollout_no_clamp", MODELS, ".clamp_(-state_bound, state_bound)\n", "\n"),
+    Mutant("rollout_absolute", MODELS, "th.add(visited[step], delta,", "th.add(visited[step] * 0, delta,"),
+    Mutant(
+        "loss_mask_ignored",
+        MODELS,
+        "self.reward_discount * bootstrap_masks.squeeze(-1) * next_reward",
+        "self.reward_discount * next_reward",
+    ),
+    Mutant(
+        "loss_reward_full", MODELS, "ModelLosses(0.5 * reward_loss + dynamics_loss", "ModelLosses(reward_loss + dynamics_loss"
+    ),
+    Mutant("nll_no_log_std", MODELS, "+ log_std + HALF_LOG_2PI", "+ HALF_LOG_2PI"),
+    Mutant(
+        "minibatch_same_rows",
+        OPTIMIZERS,
+        "tensor[..., step * batch_size : (step + 1) * batch_size, :]",
+        "tensor[..., :batch_size, :]",
+    ),
+    Mutant(
+        "nonfinite_loss_applied",
+        OPTIMIZERS,
+        "finite = th.isfinite(losses.total)",
+        "finite = th.ones_like(losses.total, dtype=th.bool)",
+    ),
+    Mutant("adam_no_bias_correction", OPTIMIZERS, "step_size = lr / (1.0 - beta1**step)", "step_size = lr"),
+    Mutant("adam_inactive_counts", OPTIMIZERS, 'state["step"] += active.to(param.dtype)', 'state["step"] += 1.0'),
+    # the replay buffer and the training loop
+    Mutant("buffer_done_ignored", BUFFERS, "= 1.0 - np.asarray(done, dtype=np.float32)", "= 1.0"),
+    Mutant("buffer_interrupt_noop", BUFFERS, "            self.bootstrap_masks[self._newest] = 0.0\n", "            pass\n"),
+    Mutant(
+        "train_starts_ignored",
+        NNMPPI,
+        "self._last_episode_starts = np.asarray(dones, dtype=bool).copy()",
+        "self._last_episode_starts = np.zeros(len(dones), dtype=bool)",
+    ),
+    Mutant("learn_no_interrupt", NNMPPI, "            self.replay_buffer.interrupt()\n", ""),
+    # alpha: schedules and the automatic rule
+    Mutant("schedule_strict", SCHEDULES, "num_timesteps >= boundary", "num_timesteps > boundary"),
+    Mutant(
+        "schedule_progress_reversed", SCHEDULES, "float(alpha(progress_remaining))", "float(alpha(1.0 - progress_remaining))"
+    ),
+    Mutant(
+        "auto_alpha_rate_swapped",
+        AUTO_ALPHA,
+        "(1.0 - rate) * th.log(th.where(started, alpha, target)) + rate * th.log(target)",
+        "rate * th.log(th.where(started, alpha, target)) + (1.0 - rate) * th.log(target)",
+    ),
+    Mutant("auto_alpha_no_ratio", AUTO_ALPHA, "target = ratio * return_spread", "target = return_spread"),
+    # the model-free wrapper
+    Mutant(
+        "wrapper_partial_window", WRAPPER, "if len(self._states) == self.window else 0.0", "if len(self._states) >= 2 else 0.0"
+    ),
+    Mutant("wrapper_window_not_cleared", WRAPPER, "        self._states.clear()\n", ""),
+    # the diagnostics REPRODUCTION.md reports
+    Mutant("coverage_per_dim", ERGODICITY, "float(bins ** path.shape[1])", "float(bins * path.shape[1])"),
+    Mutant("autocorrelation_lag_0", ERGODICITY, "2.0 * rho[1:last].sum()", "2.0 * rho[:last].sum()"),
+    Mutant("msd_linear_lags", ERGODICITY, "np.polyfit(np.log(lags), np.log(msd), 1)", "np.polyfit(lags, np.log(msd), 1)"),
+]
+
+# the tests that check what is computed, fastest first (about 6 minutes on 2 cores when no mutant is caught)
+TESTS = [
+    "tests/test_known_answers.py",
+    "tests/test_entropy.py",
+    "tests/test_mppi.py",
+    "tests/test_model.py",
+    "tests/test_buffers.py",
+    "tests/test_per_agent_settings.py",
+    "tests/test_auto_alpha.py",
+    "tests/test_wrappers.py",
+    "tests/test_history.py",
+    "tests/test_ergodicity.py",
+    "tests/test_independent_agents.py",
+    "tests/test_synthesis.py",
+    "tests/test_run.py",
+    "tests/test_learning.py",
+]
+
+
+def committed_tree(destination: Path) -> None:
+    """Unpack the tree of HEAD (tracked files only) into ``destination``."""
+    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python >= 3.10.12, 3.11.4
+        tar.extractall(destination, **safe)
+
+
+def audit(mutant: Mutant, tree: Path, tests: list[str], timeout: float) -> tuple[str, str]:
+    """Write ``mutant`` into ``tree``, run ``tests`` and put the file back; returns (outcome, the first failure)."""
+    path = tree / mutant.path
+    original = path.read_text()
+    if original.count(mutant.old) != 1:
+        return "NOT APPLIED", f"the text to change occurs {original.count(mutant.old)} times in {mutant.path}"
+    path.write_text(original.replace(mutant.old, mutant.new))
+    try:
+        command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+        environment = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
+        try:
+            printed = subprocess.run(command, cwd=tree, env=environment, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "TIMEOUT", f"no result in {timeout:.0f} s"
+        failures = [line for line in printed.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
+        if printed.returncode == 0:
+            return "SURVIVED", ""
+        return "caught", failures[0].split(" - ")[0] if failures else f"pytest exit status {printed.returncode}"
+    finally:
+        path.write_text(original)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", default=None, help="these mutants (by name) rather than all")
+    parser.add_argument("--tests", nargs="+", default=TESTS, help="test files to run on each mutant")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds for one mutant's tests")
+    parser.add_argument("--list", action="store_true", help="print the mutants and stop")
+    args = parser.parse_args(argv)
+    names = [mutant.name for mutant in MUTANTS]
+    unknown = sorted(set(args.only or []) - set(names))
+    if unknown:
+        parser.error(f"--only: unknown mutants {unknown}; choose from {names}")
+    chosen = [mutant for mutant in MUTANTS if args.only is None or mutant.name in args.only]
+    if args.list:
+        for mutant in chosen:
+            print(f"{mutant.name}: {mutant.path}: {mutant.old.strip()!r} -> {mutant.new.strip()!r}")
+        return 0
+    outcomes = []
+    with tempfile.TemporaryDirectory() as folder:
+        tree = Path(folder)
+        committed_tree(tree)
+        for mutant in chosen:
+            start = time.perf_counter()
+            outcome, detail = audit(mutant, tree, args.tests, args.timeout)
+            outcomes.append(outcome)
+            print(f"{mutant.name}: {outcome} ({time.perf_counter() - start:.0f} s) {detail}", flush=True)
+    caught = outcomes.count("caught")
+    print(f"{caught} of {len(chosen)} mutants caught")
+    return 0 if caught == len(chosen) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
