@@ -444,6 +444,10 @@ def test_sigterm_to_run_stops_its_worker_with_a_checkpoint_and_exits_with_status
     assert process.returncode == EXIT_TIME_LIMIT, printed
     assert "SIGTERM: each run stops at its next step" in printed and "stopped on SIGTERM at" in printed
     assert "run the same command again to resume them" in printed
+    # the worker (and the resource tracker) end with run: give them a few seconds to be gone
+    deadline = time.time() + 30
+    while any(_alive(pid) for pid in workers) and time.time() < deadline:
+        time.sleep(0.2)
     assert not any(_alive(pid) for pid in workers)
     (checkpoint,) = tmp_path.rglob("checkpoint.json")
     assert 100 <= json.loads(checkpoint.read_text())["agent_timesteps"] < 100_000
