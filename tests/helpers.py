@@ -1,9 +1,11 @@
 """Models with known answers for the planner tests."""
 
+import importlib.util
 import random
 import runpy
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import torch as th
@@ -97,3 +99,12 @@ def run_script(path: Path, args: list[str]) -> None:
         th.set_num_threads(threads)
         th.set_flush_denormal(flushing)
         th.set_rng_state(states[0]), np.random.set_state(states[1]), random.setstate(states[2])
+
+
+def load_tool(name: str) -> ModuleType:
+    """The module of ``tools/<name>.py`` (the tools are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

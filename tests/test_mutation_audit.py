@@ -1,19 +1,16 @@
 """The mutation audit (``tools/mutation_audit.py``): its mutants still apply to the code, and a mutant is caught."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from helpers import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def audit():
-    spec = importlib.util.spec_from_file_location("mutation_audit", ROOT / "tools" / "mutation_audit.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("mutation_audit")
 
 
 def test_every_mutant_changes_one_place_of_the_code_as_it_is(audit):
