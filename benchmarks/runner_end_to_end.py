@@ -10,6 +10,7 @@ the Swimmer's always are).
     python benchmarks/runner_end_to_end.py --device cuda --cuda-graph --seeds 10 --steps 2000   # 20 agents on a GPU
     python benchmarks/runner_end_to_end.py --seeds 2 --steps 300                               # 4 agents on a CPU
     python benchmarks/runner_end_to_end.py --device cuda --cuda-graph --configurations mixed --env-threads 16
+    python benchmarks/runner_end_to_end.py --device cuda --cuda-graph --configurations mixed --env-threads 8 --overlap-updates
 
 The defaults are the heavy-tail Swimmer of ``swimmer-methods`` (MaxDiff alpha 100 and NN-MPPI, the reduced budget's
 5 evaluation episodes of 1,000 steps per seed).
@@ -27,10 +28,9 @@ import time
 CONFIGURATIONS = {"mixed": ("one mixed batch", "--batch-cells"), "per-method": ("a batch per method", "--batch-seeds")}
 
 
-def run_configuration(batching: str, args: argparse.Namespace, out: str) -> float:
-    """Train and evaluate every run with the runner and ``batching`` ("--batch-cells" or "--batch-seeds"), in a child
-    process; returns its wall-clock seconds."""
-    command = [
+def runner_command(batching: str, args: argparse.Namespace, out: str) -> list[str]:
+    """The ``run`` command that trains and evaluates every run with ``batching`` ("--batch-cells" or "--batch-seeds")."""
+    return [
         sys.executable,
         "-m",
         "sb3_maxdiff.experiments",
@@ -59,7 +59,13 @@ def run_configuration(batching: str, args: argparse.Namespace, out: str) -> floa
         "--out",
         out,
         *(["--cuda-graph"] if args.cuda_graph else []),
+        *(["--overlap-updates"] if args.overlap_updates else []),
     ]
+
+
+def run_configuration(batching: str, args: argparse.Namespace, out: str) -> float:
+    """Run :func:`runner_command` in a child process; returns its wall-clock seconds."""
+    command = runner_command(batching, args, out)
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=args.quiet, text=True)
     if done.returncode != 0:
@@ -97,7 +103,7 @@ def per_agent_step_costs(out: str) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> list[dict]:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="swimmer-methods")
     parser.add_argument("--setting", default="heavy")
@@ -110,6 +116,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--env-threads", type=int, default=1, help="the runner's --env-threads (1: one after the other)")
     parser.add_argument(
+        "--overlap-updates", action="store_true", help="the runner's --overlap-updates (updates while the envs step)"
+    )
+    parser.add_argument(
         "--configurations",
         nargs="+",
         choices=sorted(CONFIGURATIONS),
@@ -118,7 +127,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     )
     parser.add_argument("--json", default=None, help="also write the rows to this file")
     parser.add_argument("--quiet", action="store_true", help="leave out the runner's own output (shown if it fails)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as directory:
         for label, batching in (CONFIGURATIONS[name] for name in args.configurations):

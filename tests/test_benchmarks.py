@@ -216,17 +216,29 @@ def test_end_to_end_benchmark_runs_both_configurations(tmp_path):
     out = tmp_path / "e2e.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "runner_end_to_end.py"), "--preset", "point-mass-beta",
                "--setting", "beta=1", "--budget", "smoke", "--seeds", "1", "--steps", "150", "--quiet",
-               "--configurations", "per-method", "mixed", "--env-threads", "2", "--json", str(out)]  # fmt: skip
+               "--configurations", "per-method", "mixed", "--env-threads", "2", "--overlap-updates",
+               "--json", str(out)]  # fmt: skip
     printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
     written = json.loads(out.read_text())
     rows = written["rows"]
-    assert written["args"]["env_threads"] == 2
+    assert written["args"]["env_threads"] == 2 and written["args"]["overlap_updates"]
     assert [(row["configuration"], row["batches"]) for row in rows] == [
         ("a batch per method", [1, 1]),
         ("one mixed batch", [2]),
     ]
     assert all(row["train_ms_per_agent_step"] > 0 and row["eval_ms_per_agent_step"] > 0 for row in rows)
     assert "| one mixed batch | 2 |" in printed and "| a batch per method | 1 + 1 |" in printed
+
+
+def test_end_to_end_benchmark_passes_its_options_to_the_runner():
+    from runner_end_to_end import parse_args, runner_command
+
+    args = parse_args(["--cuda-graph", "--env-threads", "8", "--overlap-updates", "--device", "cuda"])
+    command = runner_command("--batch-cells", args, "out")
+    assert command[command.index("--env-threads") + 1] == "8" and command[command.index("--device") + 1] == "cuda"
+    assert {"--batch-cells", "--batch-eval", "--cuda-graph", "--overlap-updates"} <= set(command)
+    plain = runner_command("--batch-seeds", parse_args([]), "out")
+    assert "--batch-seeds" in plain and "--overlap-updates" not in plain and "--cuda-graph" not in plain
 
 
 def test_env_threads_benchmark_times_each_setting(tmp_path, capsys):
