@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sb3_maxdiff import MaxDiffMPPI  # noqa: E402
-from sb3_maxdiff.common.entropy import PathEntropySettings, time_covariance  # noqa: E402
+from sb3_maxdiff.common.entropy import PathEntropySettings, entropy_from_covariance, time_covariance  # noqa: E402
 from sb3_maxdiff.common.mppi import rollout, smoothing_matrix  # noqa: E402
 
 JITTER = 1e-8
@@ -53,14 +53,13 @@ def entropies(covariances: th.Tensor, jitter: str, generator: th.Generator | Non
     :param jitter: ``"diagonal"``: J = 1e-8 I (this library); ``"entries"``: every entry of J drawn from N(0, 1e-8)
         (the authors' code); ``"none"``: J = 0
     """
-    covariances = covariances.double()
-    if jitter == "diagonal":
-        covariances = covariances + JITTER * th.eye(covariances.shape[-1], dtype=covariances.dtype)
-    elif jitter == "entries":
-        covariances = covariances + JITTER * th.randn(covariances.shape, dtype=covariances.dtype, generator=generator)
-    elif jitter != "none":
+    if jitter not in JITTERS:
         raise ValueError(f"jitter must be one of {JITTERS}, got {jitter!r}")
-    return 0.5 * th.linalg.slogdet(covariances).logabsdet.mean(dim=-1)
+    covariances = covariances.double()
+    if jitter == "entries":
+        covariances = covariances + JITTER * th.randn(covariances.shape, dtype=covariances.dtype, generator=generator)
+    # the library's own log-determinant, with its diagonal jitter where that is the one asked for
+    return entropy_from_covariance(covariances, jitter=JITTER if jitter == "diagonal" else 0.0).mean(dim=-1)
 
 
 def probe(agent: MaxDiffMPPI, obs: np.ndarray, seed: int = 0) -> dict[str, float | list[float]]:
