@@ -8,6 +8,7 @@ from sb3_maxdiff.common.entropy import (
     make_path_entropy,
     path_entropy,
     time_covariance,
+    window_covariances,
 )
 
 
@@ -78,6 +79,32 @@ def test_windows_average_per_window_entropies():
     starts = range(0, 40 - window + 1, stride)
     expected = th.stack([path_entropy(paths[:, s : s + window]) for s in starts]).mean(dim=0)
     th.testing.assert_close(path_entropy(paths, window=window), expected)
+
+
+def test_window_covariances_are_numpy_s_covariances_of_the_weighted_windows():
+    paths = th.randn(2, 30, 3, dtype=th.float64)
+    weights = th.tensor([1.0, 0.5, 2.0], dtype=th.float64)
+    weighted = paths.numpy() * weights.numpy()
+    window, stride = 8, 5
+    starts = range(0, 30 - window + 1, stride)  # 0, 5, ..., 20: 5 windows
+    expected = np.stack([np.stack([np.cov(path[s : s + window], rowvar=False) for s in starts]) for path in weighted])
+    covariances = window_covariances(paths, weights, window, stride)
+    assert covariances.shape == (2, 5, 3, 3)
+    np.testing.assert_allclose(covariances.numpy(), expected, rtol=1e-10)
+    whole = window_covariances(paths, weights)  # one window: the whole path
+    np.testing.assert_allclose(whole.numpy(), np.stack([np.cov(path, rowvar=False) for path in weighted])[:, None], rtol=1e-10)
+
+
+def test_settings_covariances_select_the_dims_and_give_the_settings_entropy():
+    settings = make_path_entropy(5, 40, dims=[0, 3], weights=[1.0, 0.1], window=True)
+    paths = th.cumsum(th.randn(4, 40, 5, dtype=th.float64), dim=1)
+    covariances = settings.covariances(paths)
+    n_windows = len(range(0, 40 - settings.window + 1, max(settings.window // 3, 1)))
+    assert covariances.shape == (4, n_windows, 2, 2)
+    th.testing.assert_close(
+        covariances, window_covariances(paths[..., [0, 3]], th.tensor([1.0, 0.1]).double(), settings.window)
+    )
+    th.testing.assert_close(settings(paths), entropy_from_covariance(covariances).mean(dim=-1))
 
 
 def test_diffusing_path_has_more_entropy_than_a_straight_line():

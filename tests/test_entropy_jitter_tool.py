@@ -1,4 +1,4 @@
-"""``tools/entropy_jitter.py``: its covariances and entropies are the library's, and its jitters differ only where
+"""``tools/entropy_jitter.py``: its entropies are the library's, and its jitters differ only where
 the covariance is near singular."""
 
 import pytest
@@ -17,7 +17,7 @@ def tool():
 def test_with_the_diagonal_jitter_the_tool_gives_the_library_s_entropy(tool, window):
     settings = make_path_entropy(10, 40, dims=[0, 1, 5, 6], weights=[1.0, 1.0, 0.05, 0.05], window=window)
     paths = th.cumsum(th.randn(7, 40, 10, generator=th.Generator().manual_seed(0)), dim=1)
-    ours = tool.entropies(tool.window_covariances(paths, settings), "diagonal")
+    ours = tool.entropies(settings.covariances(paths), "diagonal")
     assert th.allclose(ours.float(), settings(paths), rtol=1e-4, atol=1e-4)
 
 
@@ -27,7 +27,7 @@ def test_the_two_jitters_agree_on_a_spread_path_and_not_on_a_nearly_still_one(to
     spread = th.cumsum(th.randn(64, 40, 4, generator=generator), dim=1)
     still = spread * 1e-6  # covariance eigenvalues around 1e-12, below the 1e-8 jitter
     for paths, agree in ((spread, True), (still, False)):
-        covariances = tool.window_covariances(paths, settings)
+        covariances = settings.covariances(paths)
         diagonal = tool.entropies(covariances, "diagonal")
         entries = tool.entropies(covariances, "entries", th.Generator().manual_seed(2))
         correlation = th.corrcoef(th.stack([diagonal, entries]))[0, 1]

@@ -27,23 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sb3_maxdiff import MaxDiffMPPI  # noqa: E402
-from sb3_maxdiff.common.entropy import PathEntropySettings, entropy_from_covariance, time_covariance  # noqa: E402
+from sb3_maxdiff.common.entropy import entropy_from_covariance  # noqa: E402
 from sb3_maxdiff.common.mppi import rollout, smoothing_matrix  # noqa: E402
 
 JITTER = 1e-8
 JITTERS = ("diagonal", "entries", "none")
-
-
-def window_covariances(paths: th.Tensor, settings: PathEntropySettings) -> th.Tensor:
-    """The weighted covariances of each path's windows, (K, H, n) -> (K, n_windows, d, d), as the entropy takes them."""
-    if settings.dims is not None:
-        paths = paths[..., list(settings.dims)]
-    if settings.weights is not None:
-        paths = paths * th.tensor(settings.weights, dtype=paths.dtype)
-    if settings.window is None:
-        return time_covariance(paths)[:, None]
-    windows = paths.unfold(-2, settings.window, max(settings.window // 3, 1)).transpose(-1, -2)
-    return time_covariance(windows)
 
 
 def entropies(covariances: th.Tensor, jitter: str, generator: th.Generator | None = None) -> th.Tensor:
@@ -74,7 +62,7 @@ def probe(agent: MaxDiffMPPI, obs: np.ndarray, seed: int = 0) -> dict[str, float
     model = agent.policy.model.cpu()
     with th.no_grad():
         returns, states = rollout(model, start, noise, settings.state_bound)
-    covariances = window_covariances(states[0], bonus.entropy)
+    covariances = bonus.entropy.covariances(states[0])
     alpha = float(bonus.alpha.reshape(-1)[0])
     by_jitter = {jitter: entropies(covariances, jitter, generator) for jitter in JITTERS}
     eigenvalues = th.linalg.eigvalsh(covariances.double()).flatten(0, 1)

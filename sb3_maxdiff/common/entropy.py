@@ -72,6 +72,32 @@ def default_window_size(horizon: int, n_dims: int) -> int:
     return min(max(horizon // 4, 2 * n_dims), horizon)
 
 
+def window_covariances(
+    paths: th.Tensor, weights: th.Tensor | None = None, window: int | None = None, stride: int | None = None
+) -> th.Tensor:
+    """
+    Covariances ``W cov(X) W`` of the windows of each path ``X``, the statistics the path entropy is taken of.
+
+    :param paths: states of shape (..., T, d), already restricted to the exploration dims
+    :param weights: per-dimension weights ``diag(W)`` of shape (d,); None means ones
+    :param window: window length (2 <= window <= T); None: one window, the whole path
+    :param stride: step between windows; None means ``max(window // 3, 1)``
+    :return: covariances of shape (..., n_windows, d, d)
+    """
+    if weights is not None:
+        if weights.shape != paths.shape[-1:]:
+            raise ValueError(f"weights must have shape ({paths.shape[-1]},), got {tuple(weights.shape)}")
+        # W cov(X) W == cov(X W) for diagonal W
+        paths = paths * weights
+    if window is None:
+        return time_covariance(paths.unsqueeze(-3))
+    if not 2 <= window <= paths.shape[-2]:
+        raise ValueError(f"window must be in [2, {paths.shape[-2]}] (the path length), got {window}")
+    stride = max(window // 3, 1) if stride is None else stride
+    # (..., T, d) -> (..., n_windows, d, window) -> (..., n_windows, window, d)
+    return time_covariance(paths.unfold(-2, window, stride).transpose(-1, -2))
+
+
 def path_entropy(
     paths: th.Tensor,
     weights: th.Tensor | None = None,
@@ -93,19 +119,8 @@ def path_entropy(
     :param jitter: see :func:`entropy_from_covariance`
     :return: entropies of shape (...)
     """
-    if weights is not None:
-        if weights.shape != paths.shape[-1:]:
-            raise ValueError(f"weights must have shape ({paths.shape[-1]},), got {tuple(weights.shape)}")
-        # W cov(X) W == cov(X W) for diagonal W
-        paths = paths * weights
-    if window is None:
-        return entropy_from_covariance(time_covariance(paths), method, top_m, jitter)
-    if not 2 <= window <= paths.shape[-2]:
-        raise ValueError(f"window must be in [2, {paths.shape[-2]}] (the path length), got {window}")
-    stride = max(window // 3, 1) if stride is None else stride
-    # (..., T, d) -> (..., n_windows, d, window) -> (..., n_windows, window, d)
-    windows = paths.unfold(-2, window, stride).transpose(-1, -2)
-    return entropy_from_covariance(time_covariance(windows), method, top_m, jitter).mean(dim=-1)
+    covariances = window_covariances(paths, weights, window, stride)
+    return entropy_from_covariance(covariances, method, top_m, jitter).mean(dim=-1)
 
 
 @dataclass(frozen=True)
@@ -113,7 +128,7 @@ class PathEntropySettings:
     """
     How the path entropy is measured for one environment: which state dims to explore, their
     weights and the windowing. Called on full-state paths of shape (..., T, n), it gives their
-    entropies with these settings (:func:`path_entropy`).
+    entropies with these settings (:func:`path_entropy`); :meth:`covariances` gives the statistics they are taken of.
 
     :param dims: indices of the exploration dims in the observation (None: all)
     :param weights: weight per exploration dim (None: ones)
@@ -132,10 +147,14 @@ class PathEntropySettings:
     history: int = 0
 
     def __call__(self, paths: th.Tensor) -> th.Tensor:
+        return entropy_from_covariance(self.covariances(paths), self.method, self.top_m).mean(dim=-1)
+
+    def covariances(self, paths: th.Tensor) -> th.Tensor:
+        """The weighted covariances of the windows of full-state paths, (..., T, n) -> (..., n_windows, d, d)."""
         if self.dims is not None:
             paths = paths[..., _constant(self.dims, th.long, paths.device)]
         weights = None if self.weights is None else _constant(self.weights, paths.dtype, paths.device)
-        return path_entropy(paths, weights, window=self.window, method=self.method, top_m=self.top_m)
+        return window_covariances(paths, weights, self.window)
 
 
 # the name saved models of earlier versions refer to (their policy_kwargs hold one)
