@@ -59,6 +59,21 @@ def test_replay_buffer_and_continued_training(tmp_path, algo):
     assert loaded.replay_buffer.bootstrap_masks[size, 0] == 0.0
 
 
+@pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
+def test_get_and_set_parameters_carry_the_learned_model_between_agents(algo):
+    """SB3's ``get_parameters`` / ``set_parameters``: the model, its normalisation statistics and the optimizer state."""
+    model = algo(POINT_MASS, seed=0, **TINY)
+    model.learn(60)
+    other = algo(POINT_MASS, seed=1, **TINY)
+    obs = model.env.observation_space.sample()
+    assert not np.allclose(predict_with_seed(other, obs), predict_with_seed(model, obs))
+    other.set_parameters(model.get_parameters())
+    np.testing.assert_array_equal(predict_with_seed(other, obs), predict_with_seed(model, obs))
+    for key, value in model.policy.state_dict().items():
+        th.testing.assert_close(other.policy.state_dict()[key], value, msg=key)
+    assert other.policy.optimizer.state_dict()["state"].keys() == model.policy.optimizer.state_dict()["state"].keys()
+
+
 def test_policy_save_load(tmp_path):
     model = MaxDiffMPPI(POINT_MASS, seed=0, **TINY)
     model.learn(40)
