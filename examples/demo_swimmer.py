@@ -10,18 +10,20 @@ kept agents are seed 0 of run 1 (``examples/models/``, the first seed rather tha
 1. reads both runs from their per-episode CSVs and tests each (two-sided Mann-Whitney on the per-seed training
    return at 50k steps and final evaluation);
 2. runs one episode of each kept agent from the same start;
-3. trains a MaxDiff agent live for a short while (``MaxDiffMPPI(...).learn``, the published Swimmer settings,
-   with a progress bar): far too few steps to swim well, but the main job of the package running on your machine;
+3. trains a MaxDiff agent live on the point mass with beta = 0.01 (the paper's hard point-mass setting and its
+   published settings, ``MaxDiffMPPI(...).learn`` with a progress bar): the main job of the package running on your
+   machine, short enough for a demo (a swimmer needs tens of thousands of steps);
 
-and saves a figure with the tips' (x, y) paths, a filmstrip of each method's first kept swimmer (MuJoCo's offscreen
-frames from the tracking camera where a renderer is available, the bodies' positions drawn otherwise), and the
-training curves of every seed of both runs with the paper's points and the tests::
+and saves a figure with the tips' (x, y) paths, the training curves of every seed of both runs with the paper's
+points and the tests, the point mass's paths as it learned, and a filmstrip of each method's first kept swimmer
+(MuJoCo's offscreen frames from the tracking camera where a renderer is available, the bodies' positions drawn
+otherwise)::
 
     python examples/demo_swimmer.py --out demo_output
 
 Planning 1,000 steps takes about 95 s per agent on one core of this project's 2-core AMD EPYC machines (K = 500
-samples, horizon 40), so the 12 kept agents take about 9.5 minutes in two processes there; the live training, which
-also updates the model 5 times per step, about 2 minutes per 1,000 steps.
+samples, horizon 40), so the 12 kept agents take about 9.5 minutes in two processes there; the live point-mass
+training (K = 500, horizon 30, 5 model updates per step) about 40 ms per step.
 """
 
 import argparse
@@ -47,7 +49,7 @@ from stable_baselines3.common.monitor import Monitor
 from tqdm import tqdm
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
-from sb3_maxdiff.envs import SWIMMER_HEAVY
+from sb3_maxdiff.envs import SWIMMER_HEAVY, point_mass_id
 from sb3_maxdiff.experiments.episodes import per_seed_values
 from sb3_maxdiff.experiments.presets import PRESETS, published_kwargs
 from sb3_maxdiff.experiments.report import published_points
@@ -75,6 +77,8 @@ MODELS = {
     for method, name in CSV_METHODS.items()
 }
 BODIES = ("torso", "mid", "back")
+# the live training: the point mass with beta = 0.01, actions unclipped as in the authors' runs
+POINT_MASS = point_mass_id("0.01", bounded_actions=False)
 COLORS = {"MaxDiff": "tab:blue", "NN-MPPI": "tab:orange"}
 
 
@@ -147,20 +151,39 @@ def test_from_csv(path: str, steps: int = 50_000) -> dict[str, dict[str, Any]]:
 
 
 def train_live(steps: int, seed: int) -> dict[str, Any]:
-    """MaxDiff trained from scratch for ``steps`` steps with the published settings: its tip path and episode returns."""
-    env = Monitor(gym.make(SWIMMER_HEAVY))
-    model = MaxDiffMPPI(env, seed=seed, **published_kwargs("maxdiff", SWIMMER_HEAVY))
-    tips: list[np.ndarray] = []
+    """
+    MaxDiff trained from scratch on the point mass for ``steps`` steps with the published settings: the (x, y) path of
+    each episode (the last one unfinished) and the returns of the finished ones.
+    """
+    env = Monitor(gym.make(POINT_MASS))
+    model = MaxDiffMPPI(env, seed=seed, **published_kwargs("maxdiff", POINT_MASS))
+    paths: list[list[np.ndarray]] = [[]]
 
-    def record_tip(local: dict[str, Any], _: dict[str, Any]) -> bool:
+    def record_position(local: dict[str, Any], _: dict[str, Any]) -> bool:
         done = bool(local["dones"][0])  # the VecEnv has reset: the episode's last observation is in its info
         obs = local["infos"][0]["terminal_observation"] if done else local["new_obs"][0]
-        tips.append(np.asarray(obs[:2], dtype=float).copy())
+        paths[-1].append(np.asarray(obs[:2], dtype=float).copy())
+        if done:
+            paths.append([])
         return True
 
-    model.learn(steps, progress_bar=True, callback=record_tip)
+    model.learn(steps, progress_bar=True, callback=record_position)
     returns = [float(value) for value in env.get_episode_rewards()]
-    return {"tip": np.array(tips), "returns": returns, "steps": steps}
+    return {"paths": [np.array(path) for path in paths if path], "returns": returns, "steps": steps}
+
+
+def draw_live(axis: plt.Axes, live: dict[str, Any]) -> None:
+    """The point mass's paths as it learned, one colour per episode (dark: early), start and goal marked."""
+    colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.9, max(len(live["paths"]), 2)))
+    for index, (path, color) in enumerate(zip(live["paths"], colors)):
+        shown = f"return {live['returns'][index]:.0f}" if index < len(live["returns"]) else "unfinished"
+        axis.plot(path[:, 0], path[:, 1], color=color, linewidth=0.9, label=f"episode {index + 1}: {shown}")
+    axis.plot([-1], [-1], "ks", label="start")
+    axis.plot([0], [0], "r*", markersize=12, label="goal")
+    axis.set(xlim=(-5.2, 5.2), ylim=(-5.2, 5.2), xlabel="x", ylabel="y")
+    axis.set_aspect("equal")
+    axis.set_title(f"MaxDiff trained here: point mass, beta = 0.01,\n{live['steps']:,} steps", fontsize=9)
+    axis.legend(fontsize=7, loc="upper right")
 
 
 def read_curves(path: str) -> dict[str, dict[int, tuple[np.ndarray, np.ndarray]]]:
@@ -221,10 +244,17 @@ def draw(
     tests: dict[str, dict[str, dict[str, Any]]],
     live: dict[str, Any] | None = None,
 ) -> str:
-    """The figure: every kept agent's tip path, the runs' curves with the tests, a filmstrip of each method's first agent."""
-    figure = plt.figure(figsize=(13, 4.2 + 1.9 * len(episodes)), layout="constrained")
+    """
+    The figure: every kept agent's tip path, the runs' curves with the tests, the live point mass's paths (if it
+    trained), a filmstrip of each method's first agent.
+    """
+    with_live = live is not None and bool(live["paths"])
+    figure = plt.figure(figsize=(17 if with_live else 13, 4.2 + 1.9 * len(episodes)), layout="constrained")
     top, bottom = figure.subfigures(2, 1, height_ratios=[4.2, 1.9 * len(episodes)])
-    paths, curves = top.subplots(1, 2, width_ratios=[1, 1.4])
+    ratios = [1, 1.4, 0.9] if with_live else [1, 1.4]
+    paths, curves, *point_mass = top.subplots(1, len(ratios), width_ratios=ratios)
+    if with_live:
+        draw_live(point_mass[0], live)
     for name, kept in episodes.items():
         returns = ", ".join(f"{episode['return']:.0f}" for episode in kept)
         for index, episode in enumerate(kept):
@@ -232,10 +262,6 @@ def draw(
             label = f"{name}, {len(kept)} agents: return {returns}" if index == 0 else None
             paths.plot(tip[:, 0], tip[:, 1], color=COLORS[name], linewidth=1.4 if index == 0 else 0.8, label=label)
             paths.scatter(*tip[-1], color=COLORS[name], marker="o")
-    if live is not None and len(live["tip"]):
-        shown = ", ".join(f"{value:.1f}" for value in live["returns"]) or "none finished yet"
-        label = f"MaxDiff trained here, {live['steps']} steps: episode return {shown}"
-        paths.plot(live["tip"][:, 0], live["tip"][:, 1], color="gray", linestyle="--", linewidth=0.8, label=label)
     first = next(iter(episodes.values()))[0]
     paths.scatter(*first["tip"][0], color="black", marker="x", label="start")
     paths.set(xlabel="x (m)", ylabel="y (m)", title=f"tip paths, one {len(first['tip']) - 1}-step episode per kept agent")
@@ -289,7 +315,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the start state and the planner's noise")
     parser.add_argument("--frames", type=int, default=5, help="filmstrip frames per swimmer")
     parser.add_argument("--no-render", action="store_true", help="draw the bodies' positions instead of MuJoCo frames")
-    parser.add_argument("--train-steps", type=int, default=1000, help="steps of the live MaxDiff training (0: none)")
+    parser.add_argument(
+        "--train-steps", type=int, default=2000, help="steps of the live MaxDiff training on the point mass (0: none)"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="processes running the kept agents' episodes")
     parser.add_argument("--out", default="demo_output")
     args = parser.parse_args()
@@ -331,8 +359,8 @@ def main() -> None:
     if args.train_steps > 0:
         live = train_live(args.train_steps, args.seed)
         shown = ", ".join(f"{value:.1f}" for value in live["returns"]) or "none finished"
-        print(f"MaxDiff trained here for {args.train_steps} steps: episode returns {shown}")
-        summary["live"] = {"steps": args.train_steps, "returns": live["returns"]}
+        print(f"MaxDiff trained here on the point mass (beta = 0.01) for {args.train_steps} steps: episode returns {shown}")
+        summary["live"] = {"env": POINT_MASS, "steps": args.train_steps, "returns": live["returns"]}
     summary["tests"] = tests
     with open(os.path.join(args.out, "swimmer_returns.json"), "w") as file:
         json.dump(summary, file, indent=1)

@@ -51,7 +51,7 @@ def test_quickstart(tmp_path):
 def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path):
     """
     The kept swimmers (seed 0 of run 1, seeds 0-4 of run 2, per method) load and plan, both 5-seed runs are tested
-    from their CSVs, a MaxDiff agent trains live; the figure and summary are written.
+    from their CSVs, a MaxDiff agent trains live on the point mass; the figure and summary are written.
     """
     options = ["--steps", "6", "--frames", "2", "--no-render", "--train-steps", "30", "--out", str(tmp_path)]
     printed = subprocess.run(
@@ -68,7 +68,9 @@ def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path):
         kept = [(values["run"], values["seed"]) for values in summary[name]]
         assert kept == [("run 1", 0)] + [("run 2", seed) for seed in range(5)]
         assert all(abs(values["x_travelled"]) < 1.0 and values["return"] == values["return"] for values in summary[name])
-    assert summary["live"] == {"steps": 30, "returns": []}  # no 1000-step episode finished in 30 steps
+    # the live training: the point mass with beta = 0.01; no 1000-step episode finished in 30 steps
+    assert summary["live"] == {"env": "sb3_maxdiff/PointMassUnbounded-beta0_01-v0", "steps": 30, "returns": []}
+    assert "MaxDiff trained here on the point mass (beta = 0.01) for 30 steps: episode returns none finished" in printed
     run_1, run_2 = summary["tests"].values()
     # run 1: every MaxDiff seed above every NN-MPPI seed on both quantities, 5 against 5; run 2: four of five
     for test, p in ((run_1, 0.0079), (run_2, 0.1508)):
