@@ -1,10 +1,10 @@
 """
 MaxDiff RL vs NN-MPPI on the point mass with beta = 0.01 (the paper's hard setting, Fig. 1).
 
-Trains both methods side by side (one process and one CPU thread each) with the paper's
-point-mass hyperparameters (the package's published settings, ``hyperparams/maxdiff.yml`` and ``nnmppi.yml``) and
-the authors' action semantics (unbounded point mass, raw planner actions, planning from the first step), shows one progress bar for both, and saves a figure with
-each method's (x, y) training paths and the two learning curves, plus the returns and the ergodicity
+Trains both methods side by side (one process and one CPU thread each) with the paper's point-mass hyperparameters
+(the package's published settings, ``hyperparams/maxdiff.yml`` and ``nnmppi.yml``) and the authors' action semantics
+(unbounded point mass, raw planner actions, planning from the first step), shows one progress bar for both, and saves
+a figure with each method's (x, y) training paths and the two learning curves, plus the returns and the ergodicity
 diagnostics (coverage of the +/-5 box, MSD exponent, autocorrelation time) as JSON::
 
     python examples/demo_point_mass.py --steps 10000 --seed 1 --out demo_output
