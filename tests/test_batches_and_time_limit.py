@@ -10,7 +10,7 @@ from test_experiment_runner import _monitor_rows, _result
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
-from sb3_maxdiff.experiments.arguments import duration_seconds
+from sb3_maxdiff.experiments.arguments import describe_time_limit, duration_seconds
 from sb3_maxdiff.experiments.batching import batch_dir, batch_kwargs, group_runs
 from sb3_maxdiff.experiments.execution import execute_group
 from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
@@ -88,6 +88,20 @@ def test_batch_cells_writes_each_run_as_a_model_of_its_own_method(tmp_path):
 )
 def test_time_limit_reads_minutes_or_a_duration(text, seconds):
     assert duration_seconds(text) == seconds
+
+
+@pytest.mark.parametrize(
+    "seconds, length, stop",
+    [
+        (1.0, "1 s", "2026-11-28 12:46:41"),
+        (90.0, "1.5 min", "2026-11-28 12:48:10"),
+        (5400.0, "1 h 30 min", "2026-11-28 14:16:40"),
+        (60.0 * 9142, "152 h 22 min", "2026-12-04 21:08:40"),  # 9142 meant as seconds, read as minutes
+    ],
+)
+def test_the_time_limit_line_says_how_long_and_until_when(seconds, length, stop):
+    line = describe_time_limit(seconds, now=1795870000.0)  # 2026-11-28 12:46:40 UTC
+    assert line.startswith(f"time limit {length}: stops by {stop} UTC") and "a plain number is minutes" in line
 
 
 @pytest.mark.parametrize("text", ["", "0", "-5", "abc", "1d", "h", "inf", "nan"])
@@ -174,6 +188,7 @@ def test_run_exits_with_status_3_when_runs_are_left_at_the_time_limit(tmp_path, 
     args = ["run", "point-mass-beta", "--budget", "smoke", "--settings", "beta=1", "--methods", "nnmppi", "--seeds", "1"]
     assert experiments_main([*args, "--out", str(tmp_path), "--time-limit", "1s"]) == EXIT_TIME_LIMIT == 3
     printed = capsys.readouterr().out
+    assert printed.startswith("time limit 1 s: stops by ")
     assert "0/1 runs finished" in printed and "run the same command again to resume them" in printed
     assert experiments_main([*args, "--out", str(tmp_path)]) == 0
 

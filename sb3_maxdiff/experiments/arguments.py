@@ -5,10 +5,11 @@ value with a message that says what it wanted, which argparse prefixes with the 
 
 import argparse
 import re
+import time
 
 from sb3_maxdiff.cli import int_at_least, non_negative_int, positive_int
 
-__all__ = ["duration_seconds", "gpu_share", "int_at_least", "non_negative_int", "positive_int"]
+__all__ = ["describe_time_limit", "duration_seconds", "gpu_share", "int_at_least", "non_negative_int", "positive_int"]
 
 
 def gpu_share(text: str) -> float:
@@ -44,3 +45,20 @@ def duration_seconds(text: str) -> float:
     if not seconds > 0 or seconds == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive duration, got {text}")
     return seconds
+
+
+def describe_time_limit(seconds: float, now: float | None = None) -> str:
+    """
+    The line a run prints when it starts with a time limit: when it stops (UTC) and how long that is from now, so
+    that a limit read in the wrong unit (``--time-limit 9000`` is 9,000 minutes, not seconds) shows at once.
+    """
+    now = time.time() if now is None else now
+    if seconds < 60.0:
+        length = f"{seconds:.0f} s"
+    elif seconds < 3600.0:
+        length = f"{seconds / 60.0:.1f} min"
+    else:
+        minutes = round(seconds / 60.0)
+        length = f"{minutes // 60} h {minutes % 60:02d} min"
+    stop = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now + seconds))
+    return f"time limit {length}: stops by {stop} (a plain number is minutes; 90s or 2h for seconds or hours)"

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
-from sb3_maxdiff.experiments.arguments import duration_seconds, gpu_share, non_negative_int, positive_int
+from sb3_maxdiff.experiments.arguments import describe_time_limit, duration_seconds, gpu_share, non_negative_int, positive_int
 from sb3_maxdiff.experiments.batching import group_runs
 from sb3_maxdiff.experiments.execution import execute_group
 from sb3_maxdiff.experiments.options import ExecutionOptions, StopRequest, TimeLimitReached
@@ -414,6 +414,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     deadline = None if args.time_limit is None else time.time() + args.time_limit
     if deadline is not None and args.ray_address is not None:
         parser.error("--time-limit stops local runs (Ray restarts a stopped task from scratch); leave out --ray-address")
+    if args.time_limit is not None:
+        print(describe_time_limit(args.time_limit), flush=True)
     options = ExecutionOptions(
         threads=args.threads,
         cuda_graph=args.cuda_graph,
