@@ -1,3 +1,4 @@
+import importlib.util
 import json
 import pathlib
 import subprocess
@@ -293,3 +294,42 @@ def test_overlap_updates_benchmark_times_both_settings(tmp_path, capsys):
     row = json.loads(out.read_text())
     assert [len(row["rounds"][name]) for name in ("without", "overlap_updates")] == [2, 2]
     assert row["speedup"] == pytest.approx(row["without_ms_per_agent_step"] / row["overlap_ms_per_agent_step"])
+
+
+def _gpu_suite():
+    spec = importlib.util.spec_from_file_location("gpu_suite", ROOT / "benchmarks" / "gpu_suite.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_suite_names_scripts_options_and_tests_that_exist():
+    """Every step's script exists and defines each option the step passes; every test it runs exists."""
+    suite = _gpu_suite()
+    for step in suite.steps():
+        line = suite.command(step, pathlib.Path("out"))
+        if step.args[:2] == ["-m", "pytest"]:
+            for test in suite.CUDA_TESTS:
+                path, _, name = test.partition("::")
+                assert (ROOT / path).exists() and (not name or f"def {name}(" in (ROOT / path).read_text()), test
+            continue
+        source = pathlib.Path(step.args[0]).read_text()
+        options = [token for token in line[2:] if token.startswith("--")]
+        assert options and all(f'"{option}"' in source for option in options), (step.name, options)
+
+
+def test_gpu_suite_runs_in_order_and_skips_what_would_not_fit(tmp_path, capsys):
+    suite = _gpu_suite()
+    plan = [
+        suite.Step("first", ["-c", "print('one')"], 0.0, json=False),
+        suite.Step("fails", ["-c", "import sys; sys.exit(3)"], 0.0, json=False),
+        suite.Step("too_long", ["-c", "print('never')"], 1e6, json=False),
+        suite.Step("last", ["-c", "print('two')"], 0.0, json=False),
+    ]
+    rows = suite.run_steps(plan, tmp_path, seconds=60.0)
+    assert [(row["step"], row["status"]) for row in rows] == [("first", 0), ("fails", 3), ("too_long", "skipped"), ("last", 0)]
+    assert (tmp_path / "first.log").read_text() == "one\n" and not (tmp_path / "too_long.log").exists()
+    assert json.loads((tmp_path / "summary.json").read_text())["steps"] == rows
+    assert "too_long: skipped" in capsys.readouterr().out
+    slow = [suite.Step("slow", ["-c", "import time; time.sleep(30)"], 0.0, json=False)]
+    assert suite.run_steps(slow, tmp_path, seconds=1.0)[0]["status"] == "timed out"

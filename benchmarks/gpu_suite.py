@@ -1,0 +1,114 @@
+"""
+The GPU measurements BENCHMARKS.md still waits for, in one call, for a GPU lent for a few minutes: first the tests
+that need CUDA, then the runner's end-to-end cost per agent-step of one mixed batch of 20 heavy-tail Swimmers (10
+MaxDiff + 10 NN-MPPI, CUDA graphs) with the environments stepped in threads and the model updates made while they
+step, against the plain batch in the same call, then the two options' own benchmarks and bfloat16 planning at
+N = 20. Steps run in that order, each in its own process, its output in ``<out>/<step>.log`` (and ``.json`` where
+the benchmark writes one); a step starts only if its expected time fits in what is left of ``--seconds``, so a
+lease ends with the most important figures rather than with a killed run.
+
+    python benchmarks/gpu_suite.py --out gpu_results --seconds 540
+    python benchmarks/gpu_suite.py --list                       # the steps and their commands, nothing run
+
+Prints one line per step (exit status, seconds) and writes ``<out>/summary.json``.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+CUDA_TESTS = [
+    "tests/test_cuda_graphs.py",
+    "tests/test_overlap_updates.py",
+    "tests/test_run.py::test_cuda_run",
+    "tests/test_save_load.py",
+    "tests/test_independent_agents.py",
+]
+MIXED_20 = ["--device", "cuda", "--cuda-graph", "--seeds", "10", "--steps", "1000", "--configurations", "mixed", "--quiet"]
+
+
+class Step(NamedTuple):
+    """One measurement: its name (log and JSON file stem), its command after the interpreter, its expected seconds."""
+
+    name: str
+    args: list[str]
+    expected_seconds: float
+    json: bool = True
+
+
+def steps() -> list[Step]:
+    """The measurements, most wanted first (expected times from earlier H200 runs, start-up included)."""
+    e2e = str(BENCHMARKS / "runner_end_to_end.py")
+    overlap = [str(BENCHMARKS / "overlap_updates.py"), "--device", "cuda", "--cuda-graph", "--agents", "20"]
+    agents = [str(BENCHMARKS / "agents.py"), "--device", "cuda", "--configs", "swimmer", "--agents", "20", "--cuda-graph"]
+    return [
+        Step("cuda_tests", ["-m", "pytest", "-q", "-n", "8", "-p", "no:cacheprovider", *CUDA_TESTS], 120.0, json=False),
+        Step("e2e_env16_overlap", [e2e, *MIXED_20, "--env-threads", "16", "--overlap-updates"], 100.0),
+        Step("e2e_plain", [e2e, *MIXED_20, "--env-threads", "1"], 100.0),
+        Step("e2e_env16", [e2e, *MIXED_20, "--env-threads", "16"], 100.0),
+        Step("overlap_env1", [*overlap, "--steps", "300", "--rounds", "3", "--env-threads", "1"], 60.0),
+        Step("overlap_env8", [*overlap, "--steps", "300", "--rounds", "3", "--env-threads", "8"], 60.0),
+        Step("bf16_n20", [*agents, "--bf16", "--calls", "5"], 90.0),
+        Step("env_threads", [str(BENCHMARKS / "env_threads.py"), "--envs", "20", "--threads", "1", "4", "8", "16"], 30.0),
+    ]
+
+
+def command(step: Step, out: Path) -> list[str]:
+    """The step's full command line; benchmarks that write JSON write it to ``<out>/<name>.json``."""
+    return [sys.executable, *step.args, *(["--json", str(out / f"{step.name}.json")] if step.json else [])]
+
+
+def run_steps(plan: list[Step], out: Path, seconds: float) -> list[dict]:
+    """Run ``plan`` in order within ``seconds``; a step that might not end in time is skipped (and said so)."""
+    out.mkdir(parents=True, exist_ok=True)
+    deadline, rows = time.monotonic() + seconds, []
+    for step in plan:
+        left = deadline - time.monotonic()
+        if step.expected_seconds > left:
+            rows.append({"step": step.name, "status": "skipped", "seconds": 0.0, "left_seconds": round(left, 1)})
+            print(f"{step.name}: skipped ({step.expected_seconds:.0f} s expected, {left:.0f} s left)", flush=True)
+            continue
+        start = time.monotonic()
+        with open(out / f"{step.name}.log", "w") as log:
+            try:
+                done = subprocess.run(command(step, out), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=left)
+                status = done.returncode
+            except subprocess.TimeoutExpired:
+                status = "timed out"
+        rows.append({"step": step.name, "status": status, "seconds": round(time.monotonic() - start, 1)})
+        print(f"{step.name}: exit {status} in {rows[-1]['seconds']:.0f} s", flush=True)
+    with open(out / "summary.json", "w") as file:
+        json.dump({"steps": rows, "python": sys.executable, "cwd": os.getcwd()}, file, indent=1)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="gpu_results", help="folder for the logs, JSON files and summary.json")
+    parser.add_argument("--seconds", type=float, default=540.0, help="time for all the steps together")
+    parser.add_argument("--only", nargs="+", default=None, help="run only these steps (names from --list)")
+    parser.add_argument("--list", action="store_true", help="print the steps and their commands, and stop")
+    args = parser.parse_args(argv)
+    out, plan = Path(args.out), steps()
+    names = [step.name for step in plan]
+    if args.only is not None:
+        unknown = sorted(set(args.only) - set(names))
+        if unknown:
+            parser.error(f"--only: unknown steps {unknown}; the steps are {names}")
+        plan = [step for step in plan if step.name in args.only]
+    if args.list:
+        for step in plan:
+            print(f"{step.name} (~{step.expected_seconds:.0f} s): {' '.join(command(step, out))}")
+        return []
+    return run_steps(plan, out, args.seconds)
+
+
+if __name__ == "__main__":
+    main()
