@@ -78,22 +78,24 @@ TINY = dict(horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_k
 SUBPROCESS_TIMEOUT = 1800
 
 
-def run_script(path: Path, args: list[str]) -> None:
+def run_script(path: Path, args: list[str]) -> dict:
     """
     Run a script of this repository in this process, as ``python path *args`` runs it (its ``__main__`` block, its
     folder first on ``sys.path``), without a new interpreter's imports. What it prints goes to pytest's capture; a
     ``SystemExit`` with a non-zero code propagates. The torch thread count, the flushing of denormals and the global
     random states it may set are put back afterwards, so that the tests that follow in this process see no change.
+    Returns the script's globals as it ended (empty where it exited with status 0 before its end).
     """
     saved_argv, saved_path = sys.argv, list(sys.path)
     threads, flushing = th.get_num_threads(), flush_denormal_enabled()
     states = th.get_rng_state(), np.random.get_state(), random.getstate()
     sys.argv, sys.path[:0] = [str(path), *args], [str(Path(path).parent)]
     try:
-        runpy.run_path(str(path), run_name="__main__")
+        return runpy.run_path(str(path), run_name="__main__")
     except SystemExit as exit_info:
         if exit_info.code not in (None, 0):
             raise
+        return {}
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         th.set_num_threads(threads)

@@ -6,6 +6,9 @@ import sys
 import pytest
 from helpers import SUBPROCESS_TIMEOUT, run_script
 
+from sb3_maxdiff.envs import ANT, HALF_CHEETAH, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
+from sb3_maxdiff.experiments.presets import PRESETS, cell_kwargs, get_budget, published_kwargs
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -113,3 +116,46 @@ def test_alpha_sweep_figure_reads_the_committed_runs(tmp_path, capsys):
     assert (tmp_path / "alpha_sweep_heavy_swimmer.png").stat().st_size > 10_000
     assert "final evaluation, mean per alpha: 1: 35.3, 10: 42.0, 100: 92.3, 1000: -61.7; NN-MPPI 21.4" in printed
     assert "auto (settled alpha: value) 51: 58.7, 51: 99.1, 56: 16.8, 68: 99.6, 96: 29.4" in printed
+
+
+def test_paper_envs_example_builds_every_environment(capsys):
+    run_script(ROOT / "examples" / "paper_envs.py", [])
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if "200 random steps" in line]
+    assert rows == [point_mass_id("0.01"), SWIMMER_HEAVY, SWIMMER_LIGHT, ANT, HALF_CHEETAH]
+
+
+def test_single_shot_example_plans_with_the_single_shot_presets_settings(tmp_path, capsys):
+    """The light-tail Swimmer, never reset, with the settings of the runner's single-shot MaxDiff cell."""
+    csv = tmp_path / "windows.csv"
+    ended = run_script(ROOT / "examples" / "single_shot_swimmer.py", ["--steps", "40", "--samples", "8", "--csv", str(csv)])
+    cell = PRESETS["single-shot"].cell("swimmer", "maxdiff")
+    assert {**ended["settings"], "n_samples": 1000} == cell_kwargs(cell, get_budget("paper"))
+    model = ended["model"]
+    assert model.num_timesteps == 40 and model.policy.planner.settings.n_samples == 8
+    assert model.env.envs[0].spec.id == cell.env_id == SWIMMER_LIGHT and model.env.envs[0].spec.max_episode_steps is None
+    assert (
+        csv.read_text().startswith("window,timesteps,window_return") and "final distance along x:" in capsys.readouterr().out
+    )
+
+
+@pytest.mark.slow
+def test_transfer_example_trains_on_the_heavy_tail_and_evaluates_on_both(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    ended = run_script(ROOT / "examples" / "transfer_swimmer.py", ["--steps", "20", "--episodes", "1", "--samples", "4"])
+    assert ended["settings"] == published_kwargs("maxdiff", SWIMMER_HEAVY) and ended["model"].num_timesteps == 20
+    printed = capsys.readouterr().out
+    for env_id in (SWIMMER_HEAVY, SWIMMER_LIGHT):
+        assert f"trained on heavy, evaluated on {env_id}: " in printed
+    assert (tmp_path / "swimmer_heavy.zip").exists()
+
+
+@pytest.mark.slow
+def test_synthesis_history_example_prints_its_three_tables(capsys):
+    # 410 steps: the long lags reach 400; 2 seeds: a standard deviation over seeds
+    run_script(ROOT / "examples" / "synthesis_history.py", ["--steps", "410", "--seeds", "2", "--histories", "20",
+                                                            "--alphas", "10"])  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "nan" not in printed
+    for title in ("Free single integrator", "Quadratic potential", "Bimodal potential"):
+        assert title in printed
+    assert len([line for line in printed.splitlines() if line.startswith("| 20 |")]) == 1  # the free integrator's row
