@@ -159,3 +159,11 @@ def test_synthesis_history_example_prints_its_three_tables(capsys):
     for title in ("Free single integrator", "Quadratic potential", "Bimodal potential"):
         assert title in printed
     assert len([line for line in printed.splitlines() if line.startswith("| 20 |")]) == 1  # the free integrator's row
+
+
+def test_every_example_is_run_by_a_test():
+    """An example no test runs breaks unseen when the API moves: each one is named by a test of this file or the README's."""
+    tests = (ROOT / "tests" / "test_examples.py").read_text() + (ROOT / "tests" / "test_readme.py").read_text()
+    untested = [path.name for path in sorted((ROOT / "examples").glob("*.py")) if f'"{path.name}"' not in tests
+                and f"examples/{path.name}" not in tests]  # fmt: skip
+    assert not untested, f"examples no test runs: {untested}"
