@@ -333,3 +333,26 @@ def test_gpu_suite_runs_in_order_and_skips_what_would_not_fit(tmp_path, capsys):
     assert "too_long: skipped" in capsys.readouterr().out
     slow = [suite.Step("slow", ["-c", "import time; time.sleep(30)"], 0.0, json=False)]
     assert suite.run_steps(slow, tmp_path, seconds=1.0)[0]["status"] == "timed out"
+
+
+def test_checkpoint_buffer_benchmark_compares_the_two_pickles(capsys):
+    """The command of BENCHMARKS.md's checkpoint section, tiny: the filled rows pickle smaller than the capacity."""
+    printed = _printed([sys.executable, str(ROOT / "benchmarks" / "checkpoint_buffer.py"), "--agents", "2", "--rows",
+                        "100", "--capacity", "5000"], capsys)  # fmt: skip
+    sizes = {line.split(":")[0]: float(line.split(": ")[1].split(" MiB")[0]) for line in printed.splitlines()}
+    assert sizes["filled rows (now)"] < sizes["whole capacity (before)"] / 10
+
+
+def test_predict_denormals_benchmark_plans_the_same_both_ways(capsys):
+    """The command of BENCHMARKS.md's denormals section on a kept model, two plans per setting."""
+    model = ROOT / "docs" / "reproduction" / "models" / "swimmer_alpha10_50k_seed0.zip"
+    printed = _printed([sys.executable, str(ROOT / "benchmarks" / "predict_denormals.py"), "--model", str(model),
+                        "--rounds", "1", "--plans", "2"], capsys)  # fmt: skip
+    assert "same plans: True (2 plans)" in printed
+
+
+def test_every_benchmark_script_is_run_by_a_test():
+    """Each script of benchmarks/ is named by a test here (baseline.py is the module benchmarks/run.py times against)."""
+    source = pathlib.Path(__file__).read_text()
+    scripts = [path.name for path in sorted((ROOT / "benchmarks").glob("*.py")) if path.name != "baseline.py"]
+    assert [name for name in scripts if f'"{name}"' not in source] == []
