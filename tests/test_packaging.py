@@ -31,3 +31,19 @@ def test_hyperparameter_files_ship_inside_the_package():
         assert (HYPERPARAMS_DIR / file_name).is_file()
         assert any(fnmatch.fnmatch(f"hyperparams/{file_name}", pattern) for pattern in patterns)
     assert (root / "hyperparams" / "maxdiff.yml").read_text() == (HYPERPARAMS_DIR / "maxdiff.yml").read_text()
+
+
+def test_sb3_calls_the_log_hook_this_package_overrides():
+    """
+    The training statistics (model losses, planner ESS, path entropy, alpha) reach the logger through SB3's
+    ``dump_logs``, which the algorithms extend; SB3 before 2.6 called ``_dump_logs`` instead and they were silently
+    lost. Fails if SB3's loop stops calling the hook under this name.
+    """
+    import inspect
+
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
+    from sb3_maxdiff import NNMPPI
+
+    assert "self.dump_logs()" in inspect.getsource(OffPolicyAlgorithm.collect_rollouts)
+    assert NNMPPI.dump_logs is not OffPolicyAlgorithm.dump_logs
