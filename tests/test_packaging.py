@@ -47,3 +47,25 @@ def test_sb3_calls_the_log_hook_this_package_overrides():
 
     assert "self.dump_logs()" in inspect.getsource(OffPolicyAlgorithm.collect_rollouts)
     assert NNMPPI.dump_logs is not OffPolicyAlgorithm.dump_logs
+
+
+# the SB3 methods the algorithms and the policy extend; SB3 calls them by these names
+SB3_HOOKS = {
+    "NNMPPI": ["_excluded_save_params", "_get_torch_save_params", "_sample_action", "_setup_learn", "_setup_model",
+               "_store_transition", "dump_logs", "learn", "load", "set_env", "train"],
+    "MaxDiffMPPI": ["_excluded_save_params", "_setup_model", "learn", "set_parameters"],
+    "MPPIPolicy": ["_get_constructor_parameters", "_load_from_state_dict", "_predict", "forward", "predict"],
+}  # fmt: skip
+
+
+def test_the_methods_extended_are_still_sb3s():
+    """An SB3 release that renames one of these would leave the extension uncalled, silently: fail here instead."""
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+    from stable_baselines3.common.policies import BasePolicy
+
+    from sb3_maxdiff import NNMPPI, MaxDiffMPPI
+    from sb3_maxdiff.nnmppi.policies import MPPIPolicy
+
+    for cls, base in ((NNMPPI, OffPolicyAlgorithm), (MaxDiffMPPI, OffPolicyAlgorithm), (MPPIPolicy, BasePolicy)):
+        for name in SB3_HOOKS[cls.__name__]:
+            assert name in vars(cls) and hasattr(base, name), f"{cls.__name__}.{name}"
