@@ -4,9 +4,11 @@ import gymnasium as gym
 import pytest
 
 import sb3_maxdiff  # noqa: F401
-from sb3_maxdiff.envs import ANT, SWIMMER_HEAVY, point_mass_id
+from sb3_maxdiff.envs import ANT, HALF_CHEETAH, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
 from sb3_maxdiff.experiments import get_algo, learn_single_shot, make_single_shot_env
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
+from sb3_maxdiff.experiments.presets import PRESETS, cell_kwargs, get_budget, published_kwargs
+from sb3_maxdiff.experiments.single_shot import single_shot_settings
 
 SMALL = {
     "maxdiff": dict(
@@ -49,13 +51,57 @@ def test_single_shot_env_has_no_limit_and_no_ant_termination():
 
 
 def test_single_shot_command(tmp_path, capsys):
-    csv_path = tmp_path / "out.csv"
+    csv_path, saved = tmp_path / "out.csv", tmp_path / "model.zip"
     experiments_main(
         ["single-shot", "--algo", "nnmppi", "--env", SWIMMER_HEAVY, "--steps", "300", "--window", "100",
-         "--csv", str(csv_path), "--kwargs", '{"horizon": 4, "n_samples": 8, "learning_starts": 50}', "--threads", "1"]
+         "--csv", str(csv_path), "--kwargs", '{"horizon": 4, "n_samples": 8, "learning_starts": 50}', "--threads", "1",
+         "--save", str(saved)]
     )  # fmt: skip
-    assert "final distance along x" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"settings: the published multi-shot settings for {SWIMMER_HEAVY}" in printed
+    assert "final distance along x" in printed
     assert len(csv_path.read_text().splitlines()) == 4
+    model = get_algo("nnmppi").load(saved)  # the published settings, --kwargs on top
+    published = published_kwargs("nnmppi", SWIMMER_HEAVY)
+    assert (model.gradient_steps, model.batch_size) == (published["gradient_steps"], published["batch_size"]) == (5, 128)
+    assert (model.horizon, model.n_samples, model.learning_starts) == (4, 8, 50)
+
+
+def test_single_shot_command_defaults(capsys):
+    experiments_main(
+        ["single-shot", "--algo", "nnmppi", "--env", SWIMMER_LIGHT, "--steps", "20", "--window", "10", "--defaults",
+         "--kwargs", '{"horizon": 4, "n_samples": 8}']
+    )  # fmt: skip
+    assert (
+        "settings: nnmppi's defaults (--defaults); --kwargs on top: {'horizon': 4, 'n_samples': 8}" in capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize("algo", ["maxdiff", "nnmppi", "sac"])
+def test_single_shot_settings_are_the_runners_single_shot_cells(algo):
+    """The paper's single-shot settings: those the runner's single-shot cells build, the same in every preset."""
+    budget = get_budget("paper")
+    for env_id in (SWIMMER_LIGHT, ANT, HALF_CHEETAH):
+        cells = [c for p in PRESETS.values() for c in p.cells if c.single_shot and (c.method, c.env_id) == (algo, env_id)]
+        assert cells, (algo, env_id)
+        kwargs, source = single_shot_settings(algo, env_id)
+        assert all(cell_kwargs(cell, budget) == kwargs for cell in cells)
+        assert source.startswith(f"the paper's single-shot settings for {env_id}")
+    light, _ = single_shot_settings(algo, SWIMMER_LIGHT)
+    if algo != "sac":  # the authors' single-shot Swimmer: K = 1000 and 10 model updates per step
+        assert (light["n_samples"], light["gradient_steps"]) == (1000, 10)
+    if algo == "maxdiff":
+        assert (light["alpha"], light["window"]) == (50.0, True)
+
+
+def test_single_shot_settings_elsewhere():
+    heavy, source = single_shot_settings("maxdiff", SWIMMER_HEAVY)  # no single-shot run of the heavy tail in the paper
+    assert heavy == published_kwargs("maxdiff", SWIMMER_HEAVY) and source.startswith("the published multi-shot settings")
+    auto, source = single_shot_settings("maxdiff-auto", SWIMMER_LIGHT)
+    assert auto == {**single_shot_settings("maxdiff", SWIMMER_LIGHT).kwargs, "alpha": "auto"} and source.endswith(
+        "alpha 'auto'"
+    )
+    assert single_shot_settings("maxdiff", "Pendulum-v1") == ({}, "maxdiff's defaults (no published settings for Pendulum-v1)")
 
 
 def test_single_shot_needs_one_env():

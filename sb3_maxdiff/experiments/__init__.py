@@ -15,7 +15,12 @@ from sb3_maxdiff.experiments.execution import execute_group, execute_run
 from sb3_maxdiff.experiments.options import ExecutionOptions
 from sb3_maxdiff.experiments.presets import BUDGET_SETTINGS, PRESETS, Budget, Cell, Preset
 from sb3_maxdiff.experiments.runner import run_specs
-from sb3_maxdiff.experiments.single_shot import SingleShotResult, learn_single_shot, make_single_shot_env
+from sb3_maxdiff.experiments.single_shot import (
+    SingleShotResult,
+    learn_single_shot,
+    make_single_shot_env,
+    single_shot_settings,
+)
 from sb3_maxdiff.experiments.specs import RunSpec, build_specs
 from sb3_maxdiff.experiments.stats import compare, welch_ttest
 from sb3_maxdiff.experiments.transfer import TransferResult, evaluate_transfer
@@ -40,5 +45,6 @@ __all__ = [
     "learn_single_shot",
     "make_single_shot_env",
     "run_specs",
+    "single_shot_settings",
     "welch_ttest",
 ]

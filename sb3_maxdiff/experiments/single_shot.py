@@ -3,8 +3,13 @@ Single-shot ("reset-free") learning: one environment episode for the whole run, 
 never truncated, learning as it goes; the return of every 1,000-step window is logged and the task
 metric is the distance travelled along x.
 
-    python -m sb3_maxdiff.experiments single-shot --algo maxdiff --env sb3_maxdiff/Swimmer-heavy-v0 \\
+    python -m sb3_maxdiff.experiments single-shot --algo maxdiff --env sb3_maxdiff/Swimmer-light-v0 \\
         --steps 5000 --csv results/single_shot.csv --kwargs '{"n_samples": 100}'
+
+The algorithm is built with the paper's single-shot settings for the environment where the paper has them (the
+runner's single-shot cells: the light Swimmer, the Ant, HalfCheetah), else with its published multi-shot settings
+for it (``hyperparams/``), else with the algorithm's defaults; ``--defaults`` always takes the defaults, and
+``--kwargs`` go on top in every case.
 """
 
 import argparse
@@ -23,7 +28,8 @@ from stable_baselines3.common.type_aliases import MaybeCallback
 
 from sb3_maxdiff.experiments.algos import ALGOS, get_algo
 from sb3_maxdiff.experiments.arguments import non_negative_int, positive_int
-from sb3_maxdiff.experiments.presets import PRESET_ENVS
+from sb3_maxdiff.experiments.presets import MAXDIFF_AUTO, PRESET_ENVS, PRESETS, cell_kwargs, get_budget, published_kwargs
+from sb3_maxdiff.experiments.zoo_files import SAC_ZOO
 
 
 class WindowReturnLogger(BaseCallback):
@@ -172,6 +178,37 @@ def learn_single_shot(
     return SingleShotResult(logger.window_returns, logger.x_distance)
 
 
+class SingleShotSettings(NamedTuple):
+    """Algorithm keyword arguments for a single-shot run, and where they come from in words."""
+
+    kwargs: dict[str, Any]
+    source: str
+
+
+def single_shot_settings(algo: str, env_id: str) -> SingleShotSettings:
+    """
+    The keyword arguments of ``algo`` for a single-shot run on ``env_id``, and where they come from (``source``, in
+    words): the paper's single-shot settings where a preset has a single-shot cell of this method on this environment
+    (those of the runner's comparisons), else the published multi-shot settings for ``env_id``, else none (the
+    algorithm's defaults). ``maxdiff-auto`` takes MaxDiff's with ``alpha="auto"``.
+    """
+    if algo == MAXDIFF_AUTO:
+        kwargs, source = single_shot_settings("maxdiff", env_id)
+        return SingleShotSettings({**kwargs, "alpha": "auto"}, f"{source}, with alpha 'auto'")
+    for preset in PRESETS.values():
+        for cell in preset.cells:
+            if cell.single_shot and (cell.method, cell.env_id) == (algo, env_id):
+                where = f"the runner's preset {preset.name!r}, setting {cell.setting!r}"
+                source = f"the paper's single-shot settings for {env_id} ({where})"
+                return SingleShotSettings(cell_kwargs(cell, get_budget("paper")), source)
+    try:
+        kwargs = published_kwargs(algo, env_id)
+    except (KeyError, ValueError):
+        return SingleShotSettings({}, f"{algo}'s defaults (no published settings for {env_id})")
+    published = "RL Zoo's settings" if algo == SAC_ZOO else "the published multi-shot settings"
+    return SingleShotSettings(kwargs, f"{published} for {env_id} (the paper has no single-shot {algo} run on it)")
+
+
 def main(argv: list[str] | None = None, prog: str | None = None) -> SingleShotResult:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algo", required=True, choices=sorted(ALGOS))
@@ -181,13 +218,23 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> SingleShotRe
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--csv", default=None, help="CSV file for the window returns")
     parser.add_argument("--save", default=None, help="where to save the trained model")
-    parser.add_argument("--kwargs", type=json.loads, default={}, help="algorithm keyword arguments as JSON")
+    parser.add_argument(
+        "--kwargs", type=json.loads, default={}, help="algorithm keyword arguments as JSON, on top of the settings"
+    )
+    parser.add_argument(
+        "--defaults", action="store_true", help="start from the algorithm's defaults instead of the paper's settings"
+    )
     parser.add_argument("--progress-bar", action="store_true")
     parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (more oversubscribe a busy machine)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    model = get_algo(args.algo)("MlpPolicy", make_single_shot_env(args.env), seed=args.seed, **args.kwargs)
+    algo = get_algo(args.algo)
+    settings, source = (
+        ({}, f"{args.algo}'s defaults (--defaults)") if args.defaults else single_shot_settings(args.algo, args.env)
+    )
+    print(f"settings: {source}" + (f"; --kwargs on top: {args.kwargs}" if args.kwargs else ""))
+    model = algo("MlpPolicy", make_single_shot_env(args.env), seed=args.seed, **{**settings, **args.kwargs})
     result = learn_single_shot(model, args.steps, args.window, args.csv, progress_bar=args.progress_bar)
     if args.save:
         model.save(args.save)
