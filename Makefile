@@ -9,7 +9,10 @@ lint:
 format:
 	ruff format $(LINT_PATHS)
 
+type:
+	mypy sb3_maxdiff
+
 demo:
 	python examples/demo_point_mass.py
 
-.PHONY: pytest lint format demo
+.PHONY: pytest lint format type demo

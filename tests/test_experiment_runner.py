@@ -83,6 +83,8 @@ def test_bad_names_are_rejected():
         build_specs("point-mass-beta", "smoke", [0], settings=["beta=2"])
     with pytest.raises(ValueError, match="policy_kwargs must be of the form"):
         literal_policy_kwargs("dict(activation_fn=nn.Tanh)")
+    with pytest.raises(ValueError, match="policy_kwargs must be of the form"):
+        literal_policy_kwargs("dict(**{'net_arch': [8]})")  # was read as {None: {'net_arch': [8]}}
     with pytest.raises(ValueError, match="steps must be a positive number of environment steps, got 0"):
         build_specs("point-mass-beta", "smoke", [0], steps=0)
 

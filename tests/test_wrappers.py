@@ -86,3 +86,8 @@ def test_wrapper_errors():
         PathEntropyReward(gym.make(ENV_ID), window=1)
     with pytest.raises(ValueError, match="explr_dims"):
         PathEntropyReward(gym.make(ENV_ID), explr_dims=[7])
+    image_env = gym.Env()
+    image_env.observation_space = gym.spaces.Box(0.0, 1.0, shape=(4, 4))
+    image_env.action_space = gym.spaces.Box(-1.0, 1.0, shape=(1,))
+    with pytest.raises(ValueError, match=r"observation_space must be a flat Box, got Box\(0.0, 1.0, \(4, 4\)"):
+        PathEntropyReward(image_env)

@@ -128,6 +128,7 @@ class IndependentAgents(AgentLayout):
     """
 
     independent = True
+    n_agents: int
 
     def __init__(self, n_agents: int):
         self.n_agents = n_agents

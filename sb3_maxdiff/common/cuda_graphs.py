@@ -11,7 +11,7 @@ from typing import Any
 import torch as th
 from torch import nn
 
-from sb3_maxdiff.common.models import ModelLosses
+from sb3_maxdiff.common.models import DynamicsRewardBase, ModelLosses
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlanResult
 from sb3_maxdiff.common.optimizers import AgentAdam, ModelUpdate, model_updates
 
@@ -164,8 +164,8 @@ def restore(
     Copy saved parameters and optimizer state back in place; state that did not exist when they were saved
     becomes zeros, which is the state an eager first step starts from.
     """
-    for param, saved in zip(model.parameters(), parameters):
-        param.copy_(saved)
+    for parameter, saved in zip(model.parameters(), parameters):
+        parameter.copy_(saved)
     for param, state in optimizer.state.items():
         for key, value in state.items():
             if param in states:
@@ -194,7 +194,7 @@ class UpdateGraph:
 
     def __init__(
         self,
-        model: nn.Module,
+        model: DynamicsRewardBase,
         optimizer: AgentAdam,
         data: Sequence[th.Tensor],
         batch_size: int,
@@ -268,7 +268,7 @@ class GraphedUpdates(CapturedGraphs):
 
     def run(
         self,
-        model: nn.Module,
+        model: DynamicsRewardBase,
         optimizer: th.optim.Optimizer,
         data: Sequence[th.Tensor],
         batch_size: int,
@@ -282,7 +282,7 @@ class GraphedUpdates(CapturedGraphs):
 
     def _graph(
         self,
-        model: nn.Module,
+        model: DynamicsRewardBase,
         optimizer: th.optim.Optimizer,
         data: Sequence[th.Tensor],
         batch_size: int,

@@ -10,6 +10,7 @@ trailing window of states).
 """
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -271,8 +272,8 @@ def _constant(values: tuple, dtype: th.dtype, device: th.device) -> th.Tensor:
 def make_path_entropy(
     obs_dim: int,
     horizon: int,
-    dims: list[int] | tuple[int, ...] | None = None,
-    weights: list[float] | tuple[float, ...] | None = None,
+    dims: Sequence[int] | None = None,
+    weights: Sequence[float] | None = None,
     window: bool | int = False,
     method: str = "logdet",
     top_m: int | None = None,

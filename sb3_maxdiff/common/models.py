@@ -28,8 +28,10 @@ def mlp_layers(input_dim: int, output_dim: int, net_arch: list[int], init_w: flo
     """Linear layers of an MLP; the output layer is initialised uniformly in [-init_w, init_w]."""
     sizes = [input_dim, *net_arch, output_dim]
     layers = nn.ModuleList(nn.Linear(n_in, n_out) for n_in, n_out in itertools.pairwise(sizes))
-    nn.init.uniform_(layers[-1].weight, -init_w, init_w)
-    nn.init.uniform_(layers[-1].bias, -init_w, init_w)
+    output = layers[-1]
+    assert isinstance(output, nn.Linear)
+    nn.init.uniform_(output.weight, -init_w, init_w)
+    nn.init.uniform_(output.bias, -init_w, init_w)
     return layers
 
 

@@ -11,7 +11,6 @@ from typing import Any, NamedTuple
 import torch as th
 
 from sb3_maxdiff.common.entropy import EntropyBonus
-from sb3_maxdiff.common.models import DynamicsRewardModel
 from sb3_maxdiff.common.utils import check_flag, check_positive
 
 # Scores that are not finite (diverging model) get this value: they receive ~zero weight.
@@ -272,7 +271,7 @@ class MPPIPlanner:
     @th.no_grad()
     def plan(
         self,
-        model: DynamicsRewardModel,
+        model: th.nn.Module,
         obs: th.Tensor,
         nominal: th.Tensor,
         reset: th.Tensor | None = None,
@@ -282,7 +281,7 @@ class MPPIPlanner:
         """
         One MPPI step for E environments at once.
 
-        :param model: learned model
+        :param model: learned model, or any ``model(state, action) -> (next_state, reward)`` (see :func:`rollout`)
         :param obs: current observations, shape (E, n)
         :param nominal: nominal sequences from the previous call, shape (E, H, m)
         :param reset: bool (E,), True where an episode starts (the nominal is zeroed, not shifted)
@@ -291,10 +290,10 @@ class MPPIPlanner:
         """
         settings = self.settings
         n_envs, horizon, n_samples = obs.shape[0], settings.horizon, settings.n_samples
-        if settings.per_agent_control_cost and n_envs != len(settings.control_cost):
+        flags = settings.control_cost
+        if isinstance(flags, tuple) and n_envs != len(flags):  # one control-cost flag per agent
             raise ValueError(
-                f"control_cost holds one flag per agent ({len(settings.control_cost)}): plan for one environment per "
-                f"agent, got {n_envs}"
+                f"control_cost holds one flag per agent ({len(flags)}): plan for one environment per agent, got {n_envs}"
             )
         # 1. warm start: the previous nominal shifted one step (zero where an episode starts)
         nominal = warm_start(nominal, reset)

@@ -4,9 +4,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 import torch as th
-from torch import nn
 
-from sb3_maxdiff.common.models import ModelLosses
+from sb3_maxdiff.common.models import DynamicsRewardBase, ModelLosses
 
 
 class AgentAdam(th.optim.Optimizer):
@@ -79,6 +78,7 @@ class AgentAdam(th.optim.Optimizer):
         active: th.Tensor | None,
     ) -> None:
         grad = param.grad
+        assert grad is not None  # step() skips parameters without a gradient
         if weight_decay != 0.0:
             grad = grad.add(param, alpha=weight_decay)
         per_agent = (param.shape[0],) + (1,) * (param.dim() - 1)
@@ -147,7 +147,7 @@ class ModelUpdate(NamedTuple):
 
 
 def model_updates(
-    model: nn.Module,
+    model: DynamicsRewardBase,
     optimizer: th.optim.Optimizer,
     data: Sequence[th.Tensor],
     batch_size: int,

@@ -8,6 +8,7 @@ import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv
+from typing_extensions import TypeIs
 
 
 def split_policy_and_env(
@@ -70,7 +71,7 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
 
 
-def is_per_agent(value: object) -> bool:
+def is_per_agent(value: object) -> TypeIs[list | tuple]:
     """Whether a setting is given per independent agent (a list or tuple with one entry per agent)."""
     return isinstance(value, (list, tuple))
 

@@ -40,7 +40,7 @@ class EnvStepper:
         self._pool: ThreadPoolExecutor | None = None
         self._shares: dict[int, list[tuple[int, int]]] = {}  # (start, end) of each thread's share, per count of envs
 
-    def step(self, envs: Sequence[gym.Env], actions: Sequence[Any]) -> list[tuple]:
+    def step(self, envs: Sequence[gym.Env], actions: Sequence[Any] | np.ndarray) -> list[tuple]:
         """What ``env.step(action)`` returns for each environment and action, in their order."""
         n_threads = min(self.n_threads, len(envs))
         if n_threads <= 1:

@@ -54,7 +54,7 @@ class ClippedActions:
         return super().step(clipped)  # type: ignore[misc]
 
 
-class PaperSwimmerEnv(ClippedActions, SwimmerEnv):
+class PaperSwimmerEnv(ClippedActions, SwimmerEnv):  # type: ignore[misc]  # the mixin narrows the action space and step
     """
     Swimmer-v5 with x, y kept in the observation (obs 10: qpos then qvel), heavy (stock) or
     light tail. Actions are clipped to the bounds before the step (control cost included), so an
@@ -72,7 +72,7 @@ class PaperSwimmerEnv(ClippedActions, SwimmerEnv):
         super().__init__(**kwargs)
 
 
-class PaperHalfCheetahEnv(ClippedActions, HalfCheetahEnv):
+class PaperHalfCheetahEnv(ClippedActions, HalfCheetahEnv):  # type: ignore[misc]  # the mixin narrows the action space and step
     """
     HalfCheetah-v5 with x kept in the observation (obs 18); actions are clipped to the bounds before
     the step (control cost included), as the authors' action wrapper did.
@@ -85,7 +85,7 @@ class PaperHalfCheetahEnv(ClippedActions, HalfCheetahEnv):
         super().__init__(**kwargs)
 
 
-class PaperAntEnv(ClippedActions, AntEnv):
+class PaperAntEnv(ClippedActions, AntEnv):  # type: ignore[misc]  # the mixin narrows the action space and step
     """
     Ant-v5 as in the paper: x, y kept, no contact forces in the observation (obs 29), reward =
     forward velocity (control, contact and healthy weights 0), no stock termination. Instead the
@@ -126,7 +126,7 @@ class PaperAntEnv(ClippedActions, AntEnv):
         self._upside_down_for = 0.0
         return super().reset_model()
 
-    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:  # type: ignore[override]
         observation, reward, terminated, truncated, info = super().step(action)
         self._upside_down_for = self._upside_down_for + self.dt if self.torso_tilt > self.max_tilt else 0.0
         info.update(torso_tilt=self.torso_tilt, upside_down_for=self._upside_down_for)

@@ -27,6 +27,8 @@ class PointMassEnv(gym.Env[np.ndarray, np.ndarray]):
 
     metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 10}  # noqa: RUF012
 
+    action_space: spaces.Box
+
     def __init__(
         self,
         beta: float = 1.0,

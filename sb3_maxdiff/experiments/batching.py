@@ -13,6 +13,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
 from sb3_maxdiff.experiments.algos import get_algo
 from sb3_maxdiff.experiments.specs import RunSpec
 from sb3_maxdiff.maxdiff.maxdiff import MaxDiffMPPI
@@ -79,7 +81,7 @@ def is_mixed(specs: list[RunSpec]) -> bool:
     return len({(spec.setting, spec.method) for spec in specs}) > 1
 
 
-def batch_algo(specs: list[RunSpec]) -> type:
+def batch_algo(specs: list[RunSpec]) -> type[OffPolicyAlgorithm]:
     """The algorithm a batch trains with: MaxDiff where a MaxDiff run is in it (its NN-MPPI agents plan with alpha 0)."""
     algos = [get_algo(spec.method) for spec in specs]
     return next((algo for algo in algos if issubclass(algo, MaxDiffMPPI)), algos[0]) if is_mixed(specs) else algos[0]

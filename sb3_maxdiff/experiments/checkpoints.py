@@ -83,7 +83,7 @@ def environment_state(env: gym.Env) -> dict[str, Any]:
 
 def restore_environment_state(env: gym.Env, state: dict[str, Any]) -> None:
     """Put ``env`` (reset since it was made) back as :func:`environment_state` found it."""
-    unwrapped = env.unwrapped
+    unwrapped: Any = env.unwrapped  # a MuJoCo environment's has its model and data
     if "mujoco" in state:
         mujoco.mj_copyData(unwrapped.data, unwrapped.model, state["mujoco"])
     else:
@@ -212,7 +212,7 @@ def record_resume(run_dir: str, episodes: int, agent_timesteps: int, exact: bool
     on), dropping the notes of later checkpoints (those of an earlier try that was stopped again).
     """
     kept = [resume for resume in read_resumes(run_dir) if resume["agent_timesteps"] < agent_timesteps]
-    note = {"episodes": episodes, "agent_timesteps": agent_timesteps, "exact": exact}
+    note: dict[str, Any] = {"episodes": episodes, "agent_timesteps": agent_timesteps, "exact": exact}
     if device is not None:
         note["device"] = device
     write_json(os.path.join(run_dir, RESUMES_FILE), [*kept, note])

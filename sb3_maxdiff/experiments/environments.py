@@ -5,6 +5,7 @@ batch on its own seed, with the random state before each reset noted so that a c
 
 import copy
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -21,7 +22,7 @@ def make_env(env_id: str, spec: RunSpec) -> gym.Env:
     """The environment ``env_id`` as ``spec`` runs it: never-ending for a single-shot run, else its episode length."""
     if spec.single_shot:
         return make_single_shot_env(env_id)
-    kwargs = {} if spec.max_episode_steps is None else {"max_episode_steps": spec.max_episode_steps}
+    kwargs: dict[str, Any] = {} if spec.max_episode_steps is None else {"max_episode_steps": spec.max_episode_steps}
     return gym.make(env_id, **kwargs)
 
 
@@ -33,7 +34,7 @@ class ResetRandomState(gym.Wrapper):
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        self.before_last_reset: dict[str, Any] | None = None
+        self.before_last_reset: Mapping[str, Any] | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         self.before_last_reset = None if seed is not None else copy.deepcopy(self.env.unwrapped.np_random.bit_generator.state)
@@ -68,7 +69,7 @@ def training_env(specs: list[RunSpec], run_dirs: list[str], resume: bool, env_th
 
     def make(index: int, spec: RunSpec, run_dir: str) -> Any:
         def build() -> gym.Env:
-            env = ResetRandomState(make_env(spec.env_id, spec))
+            env: gym.Env = ResetRandomState(make_env(spec.env_id, spec))
             offset = spec.seed - specs[0].seed - index  # SB3 seeds environment i with (first seed) + i
             env = SeedOffset(env, offset) if offset else env
             return Monitor(env, os.path.join(run_dir, MONITOR_FILE), override_existing=not resume)

@@ -112,10 +112,13 @@ def run_window_rows(root: str, run: Run) -> list[dict[str, Any]]:
 
 def _keep(runs: list[Run], settings: list[str] | None, seeds: list[int] | None) -> list[Run]:
     """The runs of the given settings and seeds (all where None); an error names the ones there are."""
-    for name, wanted, found in (
-        ("settings", settings, sorted({run.spec.setting for run in runs})),
-        ("seeds", seeds, sorted({run.spec.seed for run in runs})),
-    ):
+    found_settings: list[Any] = sorted({run.spec.setting for run in runs})
+    found_seeds: list[Any] = sorted({run.spec.seed for run in runs})
+    checks: list[tuple[str, list[Any] | None, list[Any]]] = [
+        ("settings", settings, found_settings),
+        ("seeds", seeds, found_seeds),
+    ]
+    for name, wanted, found in checks:
         missing = sorted(set(wanted or []) - set(found))
         if missing:
             raise ValueError(f"--{name} {missing} not among the finished runs; found {name} {found}")
@@ -138,7 +141,8 @@ def keep_final_models(root: str, runs: list[Run], prefix: str) -> list[str]:
         for saved in model._get_torch_save_params()[0]:  # SB3's names of what it saves: "policy.optimizer", ...
             if saved.endswith("optimizer"):
                 # Adam's moments: most of the file, needed only to resume learning exactly
-                functools.reduce(getattr, saved.split("."), model).state.clear()
+                optimizer: Any = functools.reduce(getattr, saved.split("."), model)
+                optimizer.state.clear()
         path = f"{name}_seed{spec.seed}.zip"
         model.save(path)
         written.append(path)
@@ -182,6 +186,7 @@ def export_episodes(
             f"the runs hold single-shot settings {single_shot} and multi-shot settings {multi_shot}, whose files differ "
             f"(windows, episodes): export one kind at a time with --settings"
         )
+    columns: tuple[str, ...]
     if single_shot:
         rows, columns = [row for run in runs for row in run_window_rows(root, run)], WINDOW_COLUMNS
     else:
@@ -257,8 +262,8 @@ def per_seed_values(
         for quantity, value in {**returns, **diagnostics}.items():
             values[quantity][method][seed] = value
     for env_id, by_key in transferred.items():
-        for (method, seed), returns in by_key.items():
-            values[f"evaluation on {env_id} (mean per seed)"][method][seed] = float(np.mean(returns))
+        for (method, seed), episode_returns in by_key.items():
+            values[f"evaluation on {env_id} (mean per seed)"][method][seed] = float(np.mean(episode_returns))
     for (method, seed), rows in windows.items():
         for quantity, value in _window_values(rows, steps).items():
             values[quantity][method][seed] = value

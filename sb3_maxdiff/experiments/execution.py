@@ -7,8 +7,10 @@ its own folder (see :mod:`sb3_maxdiff.experiments.specs` for the files), resumin
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3.common.evaluation import evaluate_policy
@@ -33,6 +35,7 @@ from sb3_maxdiff.experiments.specs import (
     write_json,
 )
 from sb3_maxdiff.experiments.training import Progress, Trained, train_group
+from sb3_maxdiff.nnmppi import NNMPPI
 
 
 def _ergodicity_summary(run_dir: str) -> dict[str, float] | None:
@@ -77,8 +80,13 @@ def _evaluate(model: Any, spec: RunSpec, progress: Progress) -> dict[str, list[f
             return_episode_rewards=True,
             callback=each_step,
         )
-        returns[env_id] = [float(value) for value in episode_returns]
+        returns[env_id] = [float(value) for value in np.atleast_1d(episode_returns)]
     return returns
+
+
+def _returning(env: gym.Env) -> Callable[[], gym.Env]:
+    """A ``DummyVecEnv`` environment function that gives ``env`` itself."""
+    return lambda: env
 
 
 def _batch_for_evaluation(specs: list[RunSpec], out: str, options: ExecutionOptions, env: DummyVecEnv) -> Any:
@@ -87,11 +95,12 @@ def _batch_for_evaluation(specs: list[RunSpec], out: str, options: ExecutionOpti
     (one environment per run), to plan for all of them in one call.
     """
     algo = batch_algo(specs)
+    assert issubclass(algo, NNMPPI)  # batches hold planner runs (a SAC run runs alone)
     kwargs = {**batch_kwargs(specs), "buffer_size": 2, **options.model_kwargs(algo)}  # no training: no replay
-    batch = algo("MlpPolicy", env, independent_agents=True, device=specs[0].device, **kwargs)
+    batch: Any = algo("MlpPolicy", env, independent_agents=True, device=specs[0].device, **kwargs)  # an NNMPPI
     for index, spec in enumerate(specs):
         path = os.path.join(out, spec.relpath, MODEL_FILE)
-        agent = get_algo(spec.method).load(path, device=spec.device, **options.model_kwargs(get_algo(spec.method)))
+        agent: Any = get_algo(spec.method).load(path, device=spec.device, **options.model_kwargs(get_algo(spec.method)))
         batch.policy.model.load_agent_state_dict(index, agent.policy.model.state_dict())
         if batch.policy.alpha is not None:
             batch.policy.alpha[index] = 0.0 if agent.policy.alpha is None else agent.policy.alpha
@@ -112,7 +121,7 @@ def _evaluate_batch(specs: list[RunSpec], out: str, progress: Progress, options:
     try:
         for index in range(len(specs[0].eval_env_ids)):
             envs = [Monitor(make_env(spec.eval_env_ids[index], spec)) for spec in specs]
-            batch = _batch_for_evaluation(specs, out, options, DummyVecEnv([lambda env=env: env for env in envs]))
+            batch = _batch_for_evaluation(specs, out, options, DummyVecEnv([_returning(env) for env in envs]))
             for env, spec in zip(envs, specs):
                 env.reset(seed=_evaluation_seed(spec, index))  # then a reset without a seed, as evaluate_policy does
             batch.set_random_seed(_evaluation_seed(specs[0], index))

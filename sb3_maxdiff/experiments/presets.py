@@ -9,6 +9,7 @@ for the matching Gymnasium task (:mod:`~sb3_maxdiff.experiments.zoo_files`).
 """
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from sb3_maxdiff.envs import ANT, HALF_CHEETAH, POINT_MASS_BETAS, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
@@ -236,7 +237,7 @@ _SINGLE_SHOT_SWIMMER_PLANNER = {"n_samples": 1000, "gradient_steps": 10}
 _SINGLE_SHOT_SWIMMER_MAXDIFF = {"alpha": 50.0, "window": True}
 
 
-def _final_table(numbers: dict[str, tuple[float, ...]], setting_format: str) -> dict[tuple[str, str], tuple[float, float]]:
+def _final_table(numbers: Mapping[str, tuple[float, ...]], setting_format: str) -> dict[tuple[str, str], tuple[float, float]]:
     return {
         (setting_format.format(key), method): (values[2 * index], values[2 * index + 1])
         for key, values in numbers.items()

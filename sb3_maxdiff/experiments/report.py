@@ -146,10 +146,10 @@ def single_shot_tables(preset: Preset | None, runs: list[Run]) -> list[str]:
     for setting in settings:
         for a, b in itertools.combinations(methods, 2):
             if (setting, a) in metrics and (setting, b) in metrics:
-                window = welch_ttest(metrics[(setting, a)][0], metrics[(setting, b)][0])
-                distance = welch_ttest(metrics[(setting, a)][1], metrics[(setting, b)][1])
+                window_test = welch_ttest(metrics[(setting, a)][0], metrics[(setting, b)][0])
+                distance_test = welch_ttest(metrics[(setting, a)][1], metrics[(setting, b)][1])
                 label = f"{METHOD_LABELS.get(a, a)} vs {METHOD_LABELS.get(b, b)}"
-                tests.append(f"| {setting} | {label} | {_welch_cell(window)} | {_welch_cell(distance)} |")
+                tests.append(f"| {setting} | {label} | {_welch_cell(window_test)} | {_welch_cell(distance_test)} |")
     if tests:
         lines += [
             "",
@@ -223,6 +223,7 @@ def ergodicity_table(preset: Preset | None, runs: list[Run]) -> list[str]:
     if not rows:
         return []
     grid = next(run.spec.cell.ergodicity for run in runs if "ergodicity" in run.result)
+    assert grid is not None  # a run that logged the diagnostics has their grid
     return [
         "## Ergodicity of the training paths",
         "",

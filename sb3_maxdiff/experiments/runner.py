@@ -178,7 +178,8 @@ def _stops_passed_to_workers(display: ProgressDisplay) -> Iterator[list[int]]:
             "command resumes it); send it again to stop at once, losing what was done since the last checkpoint"
         )
         for worker in workers:
-            os.kill(worker.pid, signal.SIGTERM)
+            if worker.pid is not None:  # started
+                os.kill(worker.pid, signal.SIGTERM)
 
     previous = {signum: signal.signal(signum, handle) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:

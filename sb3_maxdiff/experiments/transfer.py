@@ -42,10 +42,10 @@ def evaluate_transfer(
     model.set_random_seed(seed)
     env.reset(seed=seed)
     # the paper's protocol: the planner samples as in training (its noise from torch's global stream)
-    returns, _ = evaluate_policy(
-        model, model.get_env(), n_eval_episodes=n_episodes, deterministic=False, return_episode_rewards=True
-    )
-    returns = [float(r) for r in returns]
+    vec_env = model.get_env()
+    assert vec_env is not None  # load was given the environment
+    episodes, _ = evaluate_policy(model, vec_env, n_eval_episodes=n_episodes, deterministic=False, return_episode_rewards=True)
+    returns = [float(r) for r in np.atleast_1d(episodes)]  # one per episode
     return TransferResult(float(np.mean(returns)), float(np.std(returns)), returns)
 
 

@@ -25,8 +25,10 @@ def literal_policy_kwargs(text: str) -> dict[str, Any]:
     call = ast.parse(text, mode="eval").body
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "dict" and not call.args):
         raise error
+    if any(keyword.arg is None for keyword in call.keywords):  # dict(**mapping)
+        raise error
     try:
-        return {keyword.arg: ast.literal_eval(keyword.value) for keyword in call.keywords}
+        return {str(keyword.arg): ast.literal_eval(keyword.value) for keyword in call.keywords}
     except ValueError:
         raise error from None
 

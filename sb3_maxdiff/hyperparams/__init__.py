@@ -10,14 +10,14 @@ from typing import Any
 
 import yaml
 from stable_baselines3 import SAC
-from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from sb3_maxdiff.maxdiff import MaxDiffMPPI
 from sb3_maxdiff.nnmppi import NNMPPI
 
 HYPERPARAMS_DIR = Path(__file__).resolve().parent
 # algorithm name -> (class, YAML file in this folder)
-ALGORITHMS: dict[str, tuple[type[BaseAlgorithm], str]] = {
+ALGORITHMS: dict[str, tuple[type[OffPolicyAlgorithm], str]] = {
     "maxdiff": (MaxDiffMPPI, "maxdiff.yml"),
     "nnmppi": (NNMPPI, "nnmppi.yml"),
     "sac": (SAC, "sac.yml"),

@@ -6,7 +6,7 @@ Nature Machine Intelligence 2024, https://doi.org/10.1038/s42256-024-00829-3
 """
 
 import numbers
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch as th
@@ -130,8 +130,15 @@ class MaxDiffMPPI(NNMPPI):
         "history",
     )
 
-    def _per_agent_settings(self) -> dict[str, list]:
+    def _per_agent_settings(self) -> dict[str, list | tuple]:
         return {**super()._per_agent_settings(), **({"alpha": self.alpha} if is_per_agent(self.alpha) else {})}
+
+    @property
+    def _alpha_buffer(self) -> th.Tensor:
+        """The weight of the path entropy as the planner reads it (the policy's buffer, on its device)."""
+        bonus = self.policy.entropy_bonus
+        assert bonus is not None  # MaxDiff's policy always plans with the path entropy
+        return bonus.alpha
 
     def _alphas(self) -> list:
         """The alpha of each agent (one entry unless the agents have their own)."""
@@ -149,10 +156,14 @@ class MaxDiffMPPI(NNMPPI):
         copied to the device only when they changed (a copy from the host waits for the device). An automatic alpha
         is written only at ``start`` (its starting value); afterwards the rule moves it on the device.
         """
-        values, buffer = self._current_alpha(), self.policy.entropy_bonus.alpha
+        values, buffer = self._current_alpha(), self._alpha_buffer
         if start:
             alphas = self._alphas()
-            starts = [alpha.start_value if isinstance(alpha, AutoAlpha) else value for alpha, value in zip(alphas, values)]
+            # an automatic alpha starts from its start value; any other has its value now
+            starts = cast(
+                list[float],
+                [alpha.start_value if isinstance(alpha, AutoAlpha) else value for alpha, value in zip(alphas, values)],
+            )
             if len(starts) == 1:  # one alpha, for all agents where the model batches several
                 buffer.fill_(starts[0])
             else:
@@ -184,7 +195,7 @@ class MaxDiffMPPI(NNMPPI):
     def _planned(self, stats: th.Tensor) -> None:
         super()._planned(stats)
         if self._auto_alpha is not None:
-            alpha = self.policy.entropy_bonus.alpha
+            alpha = self._alpha_buffer
             auto = self._auto_alpha.expand(alpha.shape) if alpha.dim() > 0 else None
             update_auto_alpha(alpha, stats, self.alpha_target_ratio, self.alpha_rate, auto)
 
@@ -192,7 +203,7 @@ class MaxDiffMPPI(NNMPPI):
         super()._record_device_stats()
         if not hasattr(self, "_logger"):  # learn() can fail before SB3 configured the logger
             return
-        values = self.policy.entropy_bonus.alpha.detach().cpu().flatten().tolist()  # one host copy per log dump
+        values = self._alpha_buffer.detach().cpu().flatten().tolist()  # one host copy per log dump
         self.logger.record("train/alpha", float(np.mean(values)))
         if len(values) > 1:
             for index, value in enumerate(values):

@@ -157,7 +157,7 @@ class NNMPPI(OffPolicyAlgorithm):
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
     ):
-        policy, env = split_policy_and_env(policy, env, self.policy_aliases)
+        policy_name, env = split_policy_and_env(policy, env, self.policy_aliases)
         if isinstance(env, str):
             env = maybe_make_env(env, verbose)
         if env is not None:  # before SB3's own checks, for a clear error
@@ -195,7 +195,7 @@ class NNMPPI(OffPolicyAlgorithm):
                 "standard layout only, not in its memory-saving one; use optimize_memory_usage=False"
             )
         super().__init__(
-            policy,
+            policy_name,
             env,  # type: ignore[arg-type]
             learning_rate,
             buffer_size=buffer_size,
@@ -247,7 +247,7 @@ class NNMPPI(OffPolicyAlgorithm):
             dtype=self._planner_dtype_in_use,
         )
 
-    def _per_agent_settings(self) -> dict[str, list]:
+    def _per_agent_settings(self) -> dict[str, list | tuple]:
         """The settings given per agent (lists, one entry per independent agent), by name."""
         return {"control_cost": self.control_cost} if is_per_agent(self.control_cost) else {}
 
@@ -263,6 +263,12 @@ class NNMPPI(OffPolicyAlgorithm):
     def agent_timesteps(self) -> int:
         """Environment steps taken by each agent (``num_timesteps`` unless the agents are independent)."""
         return self.num_timesteps if self.agents is None else self.agents.agent_steps(self.num_timesteps)
+
+    @property
+    def _agents(self) -> AgentLayout:
+        """The agent layout of a set-up model."""
+        assert self.agents is not None, "the model is not set up (_setup_model)"
+        return self.agents
 
     def _setup_model(self) -> None:
         check_spaces(self.observation_space, self.action_space)
@@ -296,8 +302,9 @@ class NNMPPI(OffPolicyAlgorithm):
             self._choose_planner_dtype()
 
     def _check_overlap_updates(self) -> None:
-        frequency = self.train_freq.frequency if isinstance(self.train_freq, TrainFreq) else None
-        if self.overlap_updates and (frequency != 1 or self.train_freq.unit != TrainFrequencyUnit.STEP):
+        train_freq = self.train_freq
+        frequency = (train_freq.frequency, train_freq.unit) if isinstance(train_freq, TrainFreq) else None
+        if self.overlap_updates and frequency != (1, TrainFrequencyUnit.STEP):
             raise ValueError(
                 "overlap_updates=True makes each step's model updates before the environments step, so it needs "
                 f"train_freq=1 (updates after every step), got train_freq={self.train_freq!r}"
@@ -355,15 +362,16 @@ class NNMPPI(OffPolicyAlgorithm):
         """The actions the environments take (planned, or random in the warm-up) and as the buffer stores them."""
         if self.warmup_actions == "random" and self.agent_timesteps < learning_starts:
             # SB3 compares num_timesteps, which counts every agent's steps
-            return super()._sample_action(self.agents.env_steps(learning_starts), action_noise, n_envs)
+            return super()._sample_action(self._agents.env_steps(learning_starts), action_noise, n_envs)
         self._update_planner_parameters()
         obs, _ = self.policy.obs_to_tensor(self._last_obs)  # type: ignore[arg-type]
+        assert isinstance(obs, th.Tensor)  # the spaces are Boxes (checked at setup)
         start_flags = np.asarray(self._last_episode_starts, dtype=bool)
         starts = th.as_tensor(start_flags, device=self.device)
         history = None
         if self.policy.history > 0:
             if self._train_visited is None:
-                self._train_visited = self.policy.visited_states()
+                self._train_visited = VisitedStates(self.policy.history)
             history = self._train_visited.update(obs.float().flatten(start_dim=1), start_flags)
         with th.no_grad():
             result = self.policy.plan(obs, self._train_nominal, starts, history=history)
@@ -387,7 +395,7 @@ class NNMPPI(OffPolicyAlgorithm):
         super()._store_transition(replay_buffer, buffer_action, new_obs, reward, dones, infos)
         # the planner's warm start is reset where an episode starts
         self._last_episode_starts = np.asarray(dones, dtype=bool).copy()
-        self.agents.collect_returns(infos)
+        self._agents.collect_returns(infos)
 
     # ----- learning --------------------------------------------------------------------------
     def train(self, gradient_steps: int, batch_size: int = 128) -> None:
@@ -404,18 +412,18 @@ class NNMPPI(OffPolicyAlgorithm):
         point, the same replay draw).
         """
         steps_ahead = self.n_envs if ahead else 0
-        agent_steps = self.agents.agent_steps(self.num_timesteps + steps_ahead)
+        agent_steps = self._agents.agent_steps(self.num_timesteps + steps_ahead)
         if self.replay_buffer.size(ahead) < 1 or agent_steps <= self.learning_starts:
             return []
         if self.gradient_steps < 0:
-            gradient_steps = self.agents.gradient_steps(gradient_steps)
+            gradient_steps = self._agents.gradient_steps(gradient_steps)
         self.policy.set_training_mode(True)
         if ahead:
             update_learning_rate(self.policy.optimizer, self.lr_schedule(self._current_progress_remaining))
         else:
             self._update_learning_rate(self.policy.optimizer)
         # one draw for all gradient steps: a single host-to-device copy
-        data = self.agents.sample(self.replay_buffer, batch_size * gradient_steps, self._vec_normalize_env, ahead)
+        data = self._agents.sample(self.replay_buffer, batch_size * gradient_steps, self._vec_normalize_env, ahead)
         model, optimizer = self.policy.model, self.policy.optimizer
         if self.cuda_graph:
             return self._graphed_updates.run(model, optimizer, data, batch_size, gradient_steps)
@@ -455,8 +463,9 @@ class NNMPPI(OffPolicyAlgorithm):
         record = self.logger.record if hasattr(self, "_logger") else lambda *args, **kwargs: None
         log_std, warn = self.policy.model.log_std, self.policy.warn_nonfinite
         if self._updates_made is not None:  # overlap_updates: logged as it was before this step's updates
+            assert self._log_std_before_updates is not None  # taken before those updates were made
             log_std = self._log_std_before_updates
-        self._n_updates = self._stats.flush(record, self.agents, self._n_updates, log_std, warn)
+        self._n_updates = self._stats.flush(record, self._agents, self._n_updates, log_std, warn)
 
     def dump_logs(self) -> None:
         self._record_device_stats()
@@ -497,9 +506,9 @@ class NNMPPI(OffPolicyAlgorithm):
 
     # ----- independent agents ----------------------------------------------------------------
     def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
-        is_vec_env = isinstance(env, VecEnv)
-        vec_normalize = (unwrap_vec_normalize(env) if is_vec_env else None) or self._vec_normalize_env
-        check_agent_env(self.independent_agents, self.n_agents, env.num_envs if is_vec_env else 1, vec_normalize)
+        vec_normalize = (unwrap_vec_normalize(env) if isinstance(env, VecEnv) else None) or self._vec_normalize_env
+        n_envs = env.num_envs if isinstance(env, VecEnv) else 1
+        check_agent_env(self.independent_agents, self.n_agents, n_envs, vec_normalize)
         super().set_env(env, force_reset)
 
     def agent(self: SelfNNMPPI, index: int) -> SelfNNMPPI:
@@ -519,7 +528,7 @@ class NNMPPI(OffPolicyAlgorithm):
             batch that plans as NN-MPPI
         :param drop: attributes that the agent does not take (those ``algo_class`` does not have)
         """
-        self.agents.check_agent_index(index)
+        self._agents.check_agent_index(index)
         skipped = {*self._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts"}
         data = copy.deepcopy({key: value for key, value in self.__dict__.items() if key not in skipped})
         data.update(self._agent_settings(index))

@@ -121,14 +121,14 @@ class MPPIPolicy(BasePolicy):
         # the weight of the path entropy lives with it, a buffer of this policy (moved and saved with it)
         self.entropy_bonus = None if path_entropy is None else EntropyBonus(path_entropy, n_agents=n_agents)
         self.planner = MPPIPlanner(action_dim, self.planner_settings, self.entropy_bonus)
-        model_args = dict(net_arch=self.net_arch, activation_fn=activation_fn, reward_discount=reward_discount)
-        self.model: DynamicsRewardModel
+        model_args: dict[str, Any] = dict(net_arch=self.net_arch, activation_fn=activation_fn, reward_discount=reward_discount)
+        self.model: DynamicsRewardModel | BatchedDynamicsRewardModel
         if n_agents is None:
             self.model = DynamicsRewardModel(obs_dim, action_dim, **model_args)
         else:
             self.model = BatchedDynamicsRewardModel(n_agents, obs_dim, action_dim, **model_args)
         if n_agents is None:
-            self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+            self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
         else:
             kwargs = agent_optimizer(self.optimizer_class, self.optimizer_kwargs)
             self.optimizer = AgentAdam(self.model.parameters(), lr=lr_schedule(1), **kwargs)
@@ -258,13 +258,13 @@ class MPPIPolicy(BasePolicy):
         """
         return self._predict(obs, deterministic)
 
-    def predict(
+    def predict(  # type: ignore[override]  # the state returned is the warm start (an array), never None
         self,
         observation: np.ndarray | dict[str, np.ndarray],
         state: tuple[np.ndarray, ...] | np.ndarray | None = None,
         episode_start: np.ndarray | None = None,
         deterministic: bool = False,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray | tuple[np.ndarray, ...]]:
         """
         Plan actions for observations, threading the warm start through ``state``. On a CPU it flushes denormal
         floats to zero while it plans, as ``learn`` does (``torch.set_flush_denormal`` is put back afterwards).
@@ -294,7 +294,7 @@ class MPPIPolicy(BasePolicy):
             actions = actions.squeeze(axis=0)
         if visited is None:
             return actions, result.nominal.cpu().numpy()
-        return actions, (result.nominal.cpu().numpy(), *visited.as_arrays())  # type: ignore[return-value]
+        return actions, (result.nominal.cpu().numpy(), *visited.as_arrays())
 
     def _unpack_state(self, state: Any, n_envs: int) -> tuple[th.Tensor | None, VisitedStates | None]:
         """The warm start and the visited states a ``predict`` state holds (fresh visited states at the first call)."""
@@ -310,7 +310,7 @@ class MPPIPolicy(BasePolicy):
                 f"state must be {what} returned by predict, with a warm start of shape {expected}; got "
                 f"{type(state).__name__} with a warm start of shape {tuple(nominal.shape)}"
             )
-        return nominal, (VisitedStates.from_arrays(*visited, self.device) if looks_back else None)
+        return nominal, (VisitedStates.from_arrays(visited[0], visited[1], self.device) if looks_back else None)
 
 
 MlpPolicy = MPPIPolicy

@@ -131,6 +131,7 @@ class MPPIController:
         if running_cost is not None:
             cost = running_cost
             running_reward = lambda state, action: -cost(state, action)  # noqa: E731
+        assert running_reward is not None  # exactly one of the two was given
         if (low is None) != (high is None):
             raise ValueError("give both low and high (action bounds), or neither")
         if not (is_real(alpha) and alpha >= 0):

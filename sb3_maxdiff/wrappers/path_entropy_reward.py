@@ -50,8 +50,9 @@ class PathEntropyReward(gym.Wrapper):
         entropy_method: str = "logdet",
         entropy_top_m: int | None = None,
     ):
-        if not isinstance(env.observation_space, gym.spaces.Box) or len(env.observation_space.shape) != 1:
-            raise ValueError(f"observation_space must be a flat Box, got {env.observation_space}")
+        observation_space = env.observation_space
+        if not isinstance(observation_space, gym.spaces.Box) or len(observation_space.shape) != 1:
+            raise ValueError(f"observation_space must be a flat Box, got {observation_space}")
         if not alpha >= 0:
             raise ValueError(f"alpha must be >= 0, got {alpha}")
         if not (isinstance(window, int) and window >= 2):
@@ -59,7 +60,7 @@ class PathEntropyReward(gym.Wrapper):
         if not is_wrapped(env, Monitor):
             env = Monitor(env)
         super().__init__(env)
-        obs_dim = int(env.observation_space.shape[0])
+        obs_dim = int(observation_space.shape[0])
         self.entropy = make_path_entropy(
             obs_dim, window, explr_dims, explr_weights, window=False, method=entropy_method, top_m=entropy_top_m
         )

@@ -55,8 +55,9 @@ def command_line(args: list[str]) -> Iterator[None]:
         sys.argv = saved
 
 
-def _identity(params: dict[str, Any]) -> dict[str, Any]:
-    return dict(params)
+def _identity(sampled_params: dict[str, Any]) -> dict[str, Any]:
+    """RL Zoo's converter of sampled hyperparameters, for samplers that give the algorithm's keywords as they are."""
+    return dict(sampled_params)
 
 
 def register_with_zoo() -> None:
