@@ -306,10 +306,19 @@ def test_replay_sees_in_place_updates_and_recaptures_after_a_move():
 
 @needs_cuda
 @pytest.mark.parametrize("independent_agents", [False, True])
-def test_cuda_graph_training_matches_eager_training(independent_agents):
+@pytest.mark.parametrize("entropy_jitter", ["diagonal", "random"])  # a random jitter is drawn inside the graph too
+def test_cuda_graph_training_matches_eager_training(independent_agents, entropy_jitter):
     def train(cuda_graph: bool):
         env = make_vec_env(POINT_MASS, n_envs=2, seed=0)
-        model = MaxDiffMPPI(env, seed=0, device="cuda", cuda_graph=cuda_graph, independent_agents=independent_agents, **TINY)
+        model = MaxDiffMPPI(
+            env,
+            seed=0,
+            device="cuda",
+            cuda_graph=cuda_graph,
+            independent_agents=independent_agents,
+            entropy_jitter=entropy_jitter,
+            **TINY,
+        )
         model.learn(2 * 40)
         return model
 

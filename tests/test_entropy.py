@@ -3,6 +3,7 @@ import pytest
 import torch as th
 
 from sb3_maxdiff.common.entropy import (
+    PathEntropySettings,
     default_window_size,
     entropy_from_covariance,
     make_path_entropy,
@@ -122,6 +123,25 @@ def test_singular_covariance_is_finite_and_sign_safe():
     assert value.item() == pytest.approx(0.5 * 3 * np.log(1e-8), rel=1e-3)
 
 
+def test_random_jitter_is_the_authors_draw_on_every_entry():
+    """
+    ``jitter="random"``: ``0.5 log |det(C + 1e-8 N)|`` with N standard normal in every entry (not symmetric), new for
+    every path and window, from the generator given; on a well-conditioned C the draw changes nothing measurable.
+    """
+    random, diagonal = PathEntropySettings(window=10, jitter="random"), PathEntropySettings(window=10)
+    walks = th.cumsum(th.randn(4, 40, 3, dtype=th.float64), dim=-2)
+    assert th.allclose(random(walks, th.Generator().manual_seed(1)), diagonal(walks), rtol=0, atol=1e-6)
+    # constant paths: C = 0, so the entropy is the draw's alone, window by window
+    constant = th.ones(2, 40, 3, dtype=th.float64)
+    covariances = random.covariances(constant)  # (2, n_windows, 3, 3), all zero
+    assert covariances.abs().max() == 0 and covariances.shape[1] > 1
+    draw = th.randn(covariances.shape, dtype=th.float64, generator=th.Generator().manual_seed(7))
+    expected = (0.5 * th.linalg.slogdet(1e-8 * draw).logabsdet).mean(dim=-1)
+    assert th.equal(random(constant, th.Generator().manual_seed(7)), expected)
+    assert not th.equal(expected[0], expected[1])  # a new draw for each path
+    assert th.equal(diagonal(constant), th.full((2,), 0.5 * 3 * np.log(1e-8), dtype=th.float64))
+
+
 def test_batched_shapes():
     paths = th.randn(5, 7, 30, 4)
     assert path_entropy(paths).shape == (5, 7)
@@ -157,6 +177,12 @@ def test_make_path_entropy_validation():
         make_path_entropy(obs_dim=4, horizon=10, method="top_eigs", top_m=5)
     with pytest.raises(ValueError, match="horizon"):
         make_path_entropy(obs_dim=4, horizon=1)
+    assert make_path_entropy(obs_dim=4, horizon=10, jitter="random").jitter == "random"
+    assert make_path_entropy(obs_dim=4, horizon=10).jitter == "diagonal"
+    with pytest.raises(ValueError, match="entropy_jitter must be one of"):
+        make_path_entropy(obs_dim=4, horizon=10, jitter="entries")
+    with pytest.raises(ValueError, match="needs entropy_method='logdet'"):
+        make_path_entropy(obs_dim=4, horizon=10, method="top_eigs", jitter="random")
 
 
 def test_logdet_weights_shift_every_path_by_the_same_constant():

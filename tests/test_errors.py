@@ -75,6 +75,8 @@ def test_bad_planner_parameters(algo, kwargs, match):
         (dict(horizon=1), "horizon"),
         (dict(entropy_method="det"), "entropy_method"),
         (dict(entropy_method="top_eigs", entropy_top_m=9), "entropy_top_m"),
+        (dict(entropy_jitter="entries"), r"entropy_jitter must be one of \('diagonal', 'random'\), got 'entries'"),
+        (dict(entropy_jitter="random", entropy_method="log_trace"), "entropy_jitter='random' needs entropy_method='logdet'"),
     ],
 )
 def test_bad_maxdiff_parameters(kwargs, match):

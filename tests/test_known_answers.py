@@ -118,6 +118,41 @@ def test_path_entropy_statistic_is_the_weighted_entropy_of_the_planned_paths(mon
     th.testing.assert_close(result.stat("path_entropy")[0], expected)
 
 
+def test_a_random_jitter_is_drawn_from_the_planners_generator_after_its_noise():
+    """
+    ``entropy_jitter="random"`` on a model that never moves: every planned path has a zero covariance, so each
+    sample's entropy is that of its own jitter draw, ``0.5 log |det(1e-8 N)|``, N the next draws of the planner's
+    generator after the sampling noise; the plan weighs the samples by it. The diagonal jitter gives every sample
+    the same entropy.
+    """
+    from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
+
+    class Still(th.nn.Module):
+        def forward(self, state, action):
+            return state, th.zeros(state.shape[:1])
+
+    def plan(jitter: str):
+        entropy = make_path_entropy(obs_dim=2, horizon=H, jitter=jitter)
+        planner = MPPIPlanner(M, horizon=H, n_samples=K, control_cost=False, entropy_bonus=EntropyBonus(entropy, 1.0))
+        generator = th.Generator().manual_seed(3)
+        return planner, planner.plan(Still(), th.zeros(1, 2), planner.initial_nominal(1, "cpu"), generator=generator)
+
+    planner, result = plan("random")
+    generator = th.Generator().manual_seed(3)
+    noise = smoothing_matrix(H) @ (th.randn(1, K, H, M, generator=generator) * planner.settings.noise_std)
+    if planner.settings.clip_samples:
+        noise = noise.clamp(-1.0, 1.0)
+    entropy = 0.5 * th.linalg.slogdet(1e-8 * th.randn(1, K, 1, 2, 2, generator=generator)).logabsdet.mean(dim=-1)
+    weights = mppi_weights(entropy, planner.settings.temperature)  # alpha 1, returns 0
+    th.testing.assert_close(result.nominal, th.einsum("ek,ekhm->ehm", weights, noise))
+    th.testing.assert_close(result.stat("path_entropy"), (weights * entropy).sum(dim=-1))
+    assert result.stat("entropy_spread").item() > 0.1 and result.stat("ess").item() < K / 2
+    th.testing.assert_close(plan("random")[1].nominal, result.nominal, rtol=0, atol=0)  # the same generator, the same plan
+    _, diagonal = plan("diagonal")
+    assert diagonal.stat("entropy_spread").item() < 1e-5 and diagonal.stat("ess").item() == pytest.approx(K)  # uniform
+    th.testing.assert_close(diagonal.stat("path_entropy"), th.tensor([0.5 * 2 * math.log(1e-8)]))
+
+
 # ----------------------------------------------------------------------------------------------- entropy options
 
 

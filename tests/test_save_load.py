@@ -129,3 +129,22 @@ def test_models_saved_by_an_earlier_version_load_and_predict_the_same(name):
     tolerance = dict(rtol=0.0, atol=0.0) if on_recording_platform() else dict(rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(actions, expected[f"{name}_actions"], **tolerance)
     np.testing.assert_allclose(state, expected[f"{name}_state"], **tolerance)
+
+
+def test_random_entropy_jitter_survives_save_and_load(tmp_path):
+    model = MaxDiffMPPI(POINT_MASS, seed=0, entropy_jitter="random", **TINY)
+    model.learn(60)
+    assert model.policy.path_entropy.jitter == "random"
+    obs = model.env.observation_space.sample()
+    before, _ = model.predict(obs, deterministic=True)
+    model.save(tmp_path / "model.zip")
+    loaded = MaxDiffMPPI.load(tmp_path / "model.zip", device="cpu")
+    assert loaded.entropy_jitter == "random" and loaded.policy.path_entropy.jitter == "random"
+    np.testing.assert_array_equal(loaded.predict(obs, deterministic=True)[0], before)
+
+
+def test_a_model_saved_before_the_entropy_jitter_option_loads_with_the_diagonal_jitter():
+    """The kept single-shot models were saved by a version without ``entropy_jitter``."""
+    path = Path(__file__).parents[1] / "docs" / "reproduction" / "models" / "single_shot_light_30k_maxdiff_seed6.zip"
+    loaded = MaxDiffMPPI.load(path, device="cpu")
+    assert loaded.entropy_jitter == "diagonal" and loaded.policy.path_entropy.jitter == "diagonal"

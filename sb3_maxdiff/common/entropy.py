@@ -20,6 +20,11 @@ from torch import nn
 from sb3_maxdiff.common.utils import is_integer
 
 ENTROPY_METHODS = ("logdet", "top_eigs", "log_trace")
+# how a covariance is kept invertible before its log-determinant: "diagonal" adds 1e-8 * I; "random" adds a draw of
+# N(0, (1e-8)^2) to every entry, new for every path and window, as the authors' implementation does (where the
+# covariance has eigenvalues below 1e-8, the entropy then follows the draw rather than the path)
+ENTROPY_JITTERS = ("diagonal", "random")
+JITTER_SCALE = 1e-8
 
 
 def time_covariance(paths: th.Tensor) -> th.Tensor:
@@ -138,6 +143,7 @@ class PathEntropySettings:
     :param top_m: number of leading eigenvalues for ``method="top_eigs"``
     :param history: how many states the agent visited (the current one included) the planner puts ahead of each
         planned path before taking its entropy (:class:`VisitedStates`); 0: the planned path alone, as in the paper
+    :param jitter: one of ``ENTROPY_JITTERS`` ("random" with ``method="logdet"`` only)
     """
 
     dims: tuple[int, ...] | None = None
@@ -146,9 +152,19 @@ class PathEntropySettings:
     method: str = "logdet"
     top_m: int | None = None
     history: int = 0
+    jitter: str = "diagonal"
 
-    def __call__(self, paths: th.Tensor) -> th.Tensor:
-        return entropy_from_covariance(self.covariances(paths), self.method, self.top_m).mean(dim=-1)
+    def __call__(self, paths: th.Tensor, generator: th.Generator | None = None) -> th.Tensor:
+        """
+        The entropies of full-state paths, (..., T, n) -> (...).
+
+        :param generator: where a random jitter is drawn from (None: torch's global stream); unused otherwise
+        """
+        covariances = self.covariances(paths)
+        if self.jitter == "random":
+            noise = th.randn(covariances.shape, dtype=covariances.dtype, device=covariances.device, generator=generator)
+            return entropy_from_covariance(covariances + JITTER_SCALE * noise, "logdet", jitter=0.0).mean(dim=-1)
+        return entropy_from_covariance(covariances, self.method, self.top_m, JITTER_SCALE).mean(dim=-1)
 
     def covariances(self, paths: th.Tensor) -> th.Tensor:
         """The weighted covariances of the windows of full-state paths, (..., T, n) -> (..., n_windows, d, d)."""
@@ -188,18 +204,21 @@ class EntropyBonus(nn.Module):
         alpha = self.alpha if self.alpha.dim() == 0 else self.alpha[:, None]
         return th.where(alpha > 0, alpha * entropy, th.zeros((), dtype=entropy.dtype, device=entropy.device))
 
-    def forward(self, paths: th.Tensor, history: th.Tensor | None = None) -> tuple[th.Tensor, th.Tensor]:
+    def forward(
+        self, paths: th.Tensor, history: th.Tensor | None = None, generator: th.Generator | None = None
+    ) -> tuple[th.Tensor, th.Tensor]:
         """
         The entropies ``S`` of paths of shape (E, K, T, n) and the bonus ``alpha * S`` they earn, both (E, K).
 
         :param history: states already visited, shape (E, W, n), oldest first: each path's entropy is then that of
             those states followed by the path (the K paths of an environment share its history); None: the paths alone
+        :param generator: where a random jitter of the covariances is drawn from (see :class:`PathEntropySettings`)
         """
         if history is not None and history.shape[-2] > 0:
             n_envs, n_samples = paths.shape[:2]
             past = history[:, None].expand(n_envs, n_samples, *history.shape[-2:]).to(paths.dtype)
             paths = th.cat([past, paths], dim=-2)
-        entropy = self.entropy(paths)
+        entropy = self.entropy(paths, generator)
         return entropy, self.weigh(entropy)
 
 
@@ -269,6 +288,17 @@ def _constant(values: tuple, dtype: th.dtype, device: th.device) -> th.Tensor:
     return th.tensor(values, dtype=dtype, device=device)
 
 
+def _window_size(window: bool | int | None, horizon: int, n_dims: int) -> int | None:
+    """The window length a ``window`` option asks for (None: one window over the whole path)."""
+    if window is True:
+        return default_window_size(horizon, n_dims)
+    if window is False or window is None:
+        return None
+    if isinstance(window, int) and 2 <= window <= horizon:
+        return window
+    raise ValueError(f"window must be False, True or an int in [2, horizon={horizon}], got {window!r}")
+
+
 def make_path_entropy(
     obs_dim: int,
     horizon: int,
@@ -278,6 +308,7 @@ def make_path_entropy(
     method: str = "logdet",
     top_m: int | None = None,
     history: int = 0,
+    jitter: str = "diagonal",
 ) -> PathEntropySettings:
     """
     Validate the user's options once and build the :class:`PathEntropySettings`.
@@ -290,6 +321,7 @@ def make_path_entropy(
     :param method: one of ``ENTROPY_METHODS``
     :param top_m: leading eigenvalues kept by ``"top_eigs"`` (default: all dims)
     :param history: visited states put ahead of each planned path (0: none)
+    :param jitter: one of ``ENTROPY_JITTERS``: how the covariance is kept invertible ("random" with "logdet" only)
     """
     if horizon < 2:
         raise ValueError(f"horizon must be >= 2 for the path entropy (a covariance over time needs 2 states), got {horizon}")
@@ -308,19 +340,13 @@ def make_path_entropy(
         top_m = n_dims if top_m is None else int(top_m)
         if not 1 <= top_m <= n_dims:
             raise ValueError(f"entropy_top_m must be in [1, {n_dims}] (the number of exploration dims), got {top_m}")
-    window_size: int | None
-    if window is True:
-        window_size = default_window_size(horizon, n_dims)
-    elif window is False or window is None:
-        window_size = None
-    elif isinstance(window, int):
-        if not 2 <= window <= horizon:
-            raise ValueError(f"window must be False, True or an int in [2, horizon={horizon}], got {window}")
-        window_size = window
-    else:
-        raise ValueError(f"window must be False, True or an int in [2, horizon={horizon}], got {window!r}")
+    window_size = _window_size(window, horizon, n_dims)
     if not (is_integer(history) and history >= 0):
         raise ValueError(f"history must be an integer >= 0 (visited states put ahead of each planned path), got {history!r}")
+    if jitter not in ENTROPY_JITTERS:
+        raise ValueError(f"entropy_jitter must be one of {ENTROPY_JITTERS}, got {jitter!r}")
+    if jitter == "random" and method != "logdet":
+        raise ValueError(f"entropy_jitter='random' needs entropy_method='logdet' (a log-determinant), got {method!r}")
     return PathEntropySettings(
-        dims=dims, weights=weights, window=window_size, method=method, top_m=top_m, history=int(history)
+        dims=dims, weights=weights, window=window_size, method=method, top_m=top_m, history=int(history), jitter=jitter
     )

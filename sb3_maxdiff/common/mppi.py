@@ -243,7 +243,12 @@ class MPPIPlanner:
         return {**self.__dict__, "_filter": None}
 
     def scores(
-        self, returns: th.Tensor, noise: th.Tensor, states: th.Tensor, history: th.Tensor | None = None
+        self,
+        returns: th.Tensor,
+        noise: th.Tensor,
+        states: th.Tensor,
+        history: th.Tensor | None = None,
+        generator: th.Generator | None = None,
     ) -> tuple[th.Tensor, th.Tensor]:
         """
         The score of each sample: its predicted return, minus the control term where it is on (NN-MPPI), plus
@@ -255,6 +260,8 @@ class MPPIPlanner:
         :param states: the predicted states, shape (E, K, H, n)
         :param history: states each environment visited before, shape (E, W, n), that the path entropy takes in
             ahead of each sample's predicted states (see :meth:`EntropyBonus.forward`); None: the predicted ones alone
+        :param generator: where a random jitter of the path entropy is drawn from, if it has one (None: torch's global
+            stream)
         :return: the scores and the path entropies (zeros without the MaxDiff term), both of shape (E, K)
         """
         settings, scores = self.settings, returns
@@ -265,7 +272,7 @@ class MPPIPlanner:
             scores = scores - control
         if self.entropy_bonus is None:
             return scores, th.zeros_like(scores)
-        entropy, bonus = self.entropy_bonus(states, history)
+        entropy, bonus = self.entropy_bonus(states, history, generator)
         return scores + bonus, entropy
 
     @th.no_grad()
@@ -285,7 +292,8 @@ class MPPIPlanner:
         :param obs: current observations, shape (E, n)
         :param nominal: nominal sequences from the previous call, shape (E, H, m)
         :param reset: bool (E,), True where an episode starts (the nominal is zeroed, not shifted)
-        :param generator: where the sampling noise is drawn from (None: torch's global stream)
+        :param generator: where the sampling noise (and a random jitter of the path entropy) is drawn from (None: torch's
+            global stream)
         :param history: states visited before, shape (E, W, n), for the path entropy (see :meth:`scores`)
         """
         settings = self.settings
@@ -310,7 +318,7 @@ class MPPIPlanner:
         start = obs[:, None].expand(n_envs, n_samples, obs.shape[-1])
         returns, states = rollout(model, start, samples, settings.state_bound, settings.compute_dtype)
         # 4. scores: predicted return, control term (NN-MPPI), path entropy (MaxDiff)
-        scores, entropy = self.scores(returns, noise, states, history)
+        scores, entropy = self.scores(returns, noise, states, history, generator)
         finite = th.isfinite(scores)
         scores = th.where(finite, scores, th.full_like(scores, INVALID_SCORE))
         # 5.-6. weights and update of the nominal sequence

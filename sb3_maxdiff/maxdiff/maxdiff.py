@@ -57,6 +57,11 @@ class MaxDiffMPPI(NNMPPI):
     :param entropy_method: "logdet" (the paper), "top_eigs" (sum of the logs of the ``entropy_top_m``
         leading eigenvalues) or "log_trace"
     :param entropy_top_m: number of eigenvalues for "top_eigs" (default: all exploration dims)
+    :param entropy_jitter: how each covariance is kept invertible before its log-determinant: "diagonal" (default)
+        adds ``1e-8 * I``; "random" adds a draw of N(0, (1e-8)^2) to every entry, new for every sample, window and
+        plan, as the authors' implementation does (drawn after the sampling noise, from the same stream). The two differ
+        only where a covariance has eigenvalues below 1e-8, as while the model still predicts almost no motion; with
+        "logdet" only
     :param control_cost: add the NN-MPPI control term to the scores (off in the published MaxDiff runs); a list
         of bools gives each independent agent its own
     :param history: not in the paper: put the last ``history`` observations of the environment (the current one
@@ -80,6 +85,7 @@ class MaxDiffMPPI(NNMPPI):
         alpha_target_ratio: float = DEFAULT_RATIO,
         alpha_rate: float = DEFAULT_RATE,
         history: int = 0,
+        entropy_jitter: str = "diagonal",
         _init_setup_model: bool = True,
         **kwargs: Any,
     ):
@@ -100,6 +106,7 @@ class MaxDiffMPPI(NNMPPI):
         self.window = window
         self.entropy_method = entropy_method
         self.entropy_top_m = entropy_top_m
+        self.entropy_jitter = entropy_jitter
         self.history = history
         super().__init__(policy, env, control_cost=control_cost, _init_setup_model=False, **kwargs)
         if _init_setup_model:
@@ -115,6 +122,7 @@ class MaxDiffMPPI(NNMPPI):
             method=self.entropy_method,
             top_m=self.entropy_top_m,
             history=self.history,
+            jitter=self.entropy_jitter,
         )
 
     # the parameters MaxDiff adds to NN-MPPI's: an agent taken out as an NNMPPI leaves them behind
@@ -127,6 +135,7 @@ class MaxDiffMPPI(NNMPPI):
         "window",
         "entropy_method",
         "entropy_top_m",
+        "entropy_jitter",
         "history",
     )
 
