@@ -57,6 +57,12 @@ MUTANTS = [
     Mutant("history_after_path", ENTROPY, "paths = th.cat([past, paths], dim=-2)", "paths = th.cat([paths, past], dim=-2)"),
     Mutant("visited_min_age", ENTROPY, "self.size - int(self.ages.max()) :]", "self.size - int(self.ages.min()) :]"),
     Mutant("visited_no_episode_reset", ENTROPY, "            if starts.any():\n", "            if False:\n"),
+    Mutant(
+        "random_jitter_symmetric",
+        ENTROPY,
+        'covariances + JITTER_SCALE * noise, "logdet"',
+        'covariances + JITTER_SCALE * (noise + noise.transpose(-1, -2)) / 2, "logdet"',
+    ),
     # the planner
     Mutant("smoothing_gain", MPPI, "0.5 ** (lag + 1)", "0.5 ** lag"),
     Mutant(
