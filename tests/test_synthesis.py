@@ -108,6 +108,7 @@ def test_a_differential_drive_moves_along_its_heading():
         (dict(horizon=0), "horizon must be an integer >= 1"),
         (dict(history=-1), "history must be an integer >= 0"),
         (dict(history=2.5), "history must be an integer >= 0"),
+        (dict(alpha=1.0, entropy_jitter="entries"), "entropy_jitter must be one of"),
     ],
 )
 def test_bad_arguments_name_the_parameter(kwargs, match):
@@ -183,3 +184,13 @@ def test_the_history_enters_the_entropy_alone_and_reset_forgets_it():
     assert controller.visited.states.shape == (1, 3, 2) and controller.visited.states[0, :, 0].tolist() == [2.0, 3.0, 4.0]
     controller.reset()
     assert controller.visited.states is None and controller.nominal is None
+
+
+def test_the_random_jitter_reaches_the_controllers_path_entropy():
+    arguments = dict(running_cost=quadratic_potential(), state_dim=2, action_dim=2, horizon=10, n_samples=64, alpha=1.0)
+    controller = MPPIController(SingleIntegrator(), entropy_jitter="random", **arguments)
+    assert controller.planner.entropy_bonus.entropy.jitter == "random"
+    assert MPPIController(SingleIntegrator(), **arguments).planner.entropy_bonus.entropy.jitter == "diagonal"
+    th.manual_seed(0)
+    action = controller.command([0.5, -0.5])
+    assert action.shape == (2,) and th.isfinite(action).all()

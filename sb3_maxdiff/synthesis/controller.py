@@ -98,6 +98,8 @@ class MPPIController:
         realized path circles; with the recent states in, the loop grows with ``history`` but stays a loop: it does
         not make the path diffusive (README, "The planner as a controller", gives the measurements).
     :param control_cost: add NN-MPPI's control term to the scores
+    :param entropy_jitter: "diagonal" (``1e-8 * I`` added to each covariance) or "random" (the authors' draw of
+        N(0, (1e-8)^2) on every entry), as for :class:`~sb3_maxdiff.MaxDiffMPPI`
     :param low: lower action bounds (None: unbounded actions)
     :param high: upper action bounds
     :param device: torch device of the planning
@@ -122,6 +124,7 @@ class MPPIController:
         entropy_method: str = "logdet",
         history: int = 0,
         control_cost: bool = True,
+        entropy_jitter: str = "diagonal",
         low: Sequence[float] | None = None,
         high: Sequence[float] | None = None,
         device: th.device | str = "cpu",
@@ -157,7 +160,9 @@ class MPPIController:
         )
         bonus = None
         if alpha > 0:
-            entropy = make_path_entropy(state_dim, horizon, explr_dims, explr_weights, window, entropy_method)
+            entropy = make_path_entropy(
+                state_dim, horizon, explr_dims, explr_weights, window, entropy_method, jitter=entropy_jitter
+            )
             bonus = EntropyBonus(entropy, alpha).to(self.device)
         self.planner = MPPIPlanner(action_dim, settings, bonus)
         self.history = int(history)
