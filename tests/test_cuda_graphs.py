@@ -239,7 +239,7 @@ def test_predict_plans_with_denormals_flushed_on_a_cpu_and_puts_the_setting_back
     """Evaluation plans as training does: a trained model's plan is several times slower with denormal floats."""
     from sb3_maxdiff.common.utils import flush_denormal_enabled
 
-    model = MaxDiffMPPI(POINT_MASS, **TINY)
+    model = MaxDiffMPPI(POINT_MASS, device="cpu", **TINY)
     plan, seen = model.policy.plan, []
 
     def recording_plan(*args, **kwargs):

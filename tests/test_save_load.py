@@ -132,7 +132,7 @@ def test_models_saved_by_an_earlier_version_load_and_predict_the_same(name):
 
 
 def test_random_entropy_jitter_survives_save_and_load(tmp_path):
-    model = MaxDiffMPPI(POINT_MASS, seed=0, entropy_jitter="random", **TINY)
+    model = MaxDiffMPPI(POINT_MASS, seed=0, entropy_jitter="random", device="cpu", **TINY)
     model.learn(60)
     assert model.policy.path_entropy.jitter == "random"
     obs = model.env.observation_space.sample()
