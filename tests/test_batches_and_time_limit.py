@@ -4,6 +4,7 @@ import argparse
 import dataclasses
 import json
 import os
+import time
 
 import pytest
 from test_experiment_runner import _monitor_rows, _result
@@ -174,6 +175,17 @@ def test_no_evaluation_starts_that_would_not_end_before_the_limit(tmp_path, monk
     assert [is_finished(out, spec) for spec in specs] == [True, False, False, False]
     assert all((tmp_path / spec.relpath / "model.zip").exists() for spec in specs)  # trained, saved, evaluated later
     assert training_steps_done(out, specs[1:]) == 3 * 300
+
+
+def test_no_run_starts_training_in_the_last_minute_before_the_limit(tmp_path):
+    """The next run of a worker whose last run stopped at the limit would only build a model and checkpoint a step."""
+    specs, out = smoke_batch()[:1], str(tmp_path)
+    with pytest.raises(TimeLimitReached, match="less than 60 s left to start training"):
+        execute_group(specs, out, options=ExecutionOptions(deadline=time.time() + 65.0))
+    assert training_steps_done(out, specs) == 0
+    assert not list(tmp_path.rglob("checkpoint*")) and not list(tmp_path.rglob("model.zip"))
+    execute_group(specs, out, options=ExecutionOptions(deadline=time.time() + 3600.0))
+    assert is_finished(out, specs[0])
 
 
 def test_the_progress_bar_of_a_resumed_call_starts_where_the_checkpoints_left_off():

@@ -216,7 +216,7 @@ def execute_group(
         open_run_dir(out, spec)
     untrained = [spec for spec in unfinished if not os.path.exists(os.path.join(out, spec.relpath, MODEL_FILE))]
     if untrained:
-        deadline.check(0.0, "training")
+        deadline.check_start("training")
     trained = dict(zip(map(id, untrained), train_group(untrained, out, progress, options))) if untrained else {}
     pending = [spec for spec in specs if not is_finished(out, spec)]
     evaluated: dict[int, dict] = {}

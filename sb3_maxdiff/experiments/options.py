@@ -84,12 +84,14 @@ class Deadline:
     """
     When to stop before a time limit. Training stops at the end of an episode if the next one might not end before
     the limit (the longest stretch between two episode ends seen so far, times 1.5, plus twice the time a checkpoint
-    took to write), and at any step once only the time to write a checkpoint is left.
+    took to write), and at any step once only the time to write a checkpoint is left. A run starts training only with
+    a minute or more left: one started later would build its model and stop with a checkpoint a step or two on.
 
     :param at: the limit, as ``time.time()``; None: never stop
     """
 
     MARGIN_SECONDS = 10.0
+    START_SECONDS = 60.0  # a run starts training only with this much left (building it and a checkpoint take seconds)
 
     def __init__(self, at: float | None):
         self.at = at
@@ -121,6 +123,12 @@ class Deadline:
     def reserve(self) -> float:
         """Time kept to write a checkpoint."""
         return 2.0 * self.save_seconds + self.MARGIN_SECONDS
+
+    def check_start(self, what: str) -> None:
+        """Raise :class:`TimeLimitReached` unless there is time to start ``what`` and get something done before the limit."""
+        StopRequest.raise_if_asked(f"before {what}")
+        if self.left() < self.START_SECONDS + self.MARGIN_SECONDS:
+            raise TimeLimitReached(f"stopped before the time limit: less than {self.START_SECONDS:.0f} s left to start {what}")
 
     def check(self, needed: float, what: str) -> None:
         """Raise :class:`TimeLimitReached` unless ``needed`` seconds are left for ``what``."""
