@@ -1,11 +1,13 @@
 """
 The GPU measurements BENCHMARKS.md still waits for, in one call, for a GPU lent for a few minutes: first the tests
 that need CUDA, then the runner's end-to-end cost per agent-step of one mixed batch of 20 heavy-tail Swimmers (10
-MaxDiff + 10 NN-MPPI, CUDA graphs) with the environments stepped in threads and the model updates made while they
-step, against the plain batch in the same call, then the two options' own benchmarks and bfloat16 planning at
-N = 20. Steps run in that order, each in its own process, its output in ``<out>/<step>.log`` (and ``.json`` where
-the benchmark writes one); a step starts only if its expected time fits in what is left of ``--seconds``, so a
-lease ends with the most important figures rather than with a killed run.
+MaxDiff + 10 NN-MPPI, CUDA graphs) with the model updates made while the environments step, one after the other in
+the calling thread (measured on 2026-11-28 only with 16 environment threads, the slowest setting on that host),
+against the plain batch in the same call, then where a graphed training step of 20 agents spends its time (kernel
+launches, host copies, host and GPU milliseconds of the planner and of the updates). Steps run in that order, each in
+its own process, its output in ``<out>/<step>.log`` (and ``.json`` where the benchmark writes one); a step starts
+only if its expected time fits in what is left of ``--seconds``, so a lease ends with the most important figures
+rather than with a killed run.
 
     python benchmarks/gpu_suite.py --out gpu_results --seconds 540
     python benchmarks/gpu_suite.py --list                       # the steps and their commands, nothing run
@@ -44,19 +46,14 @@ class Step(NamedTuple):
 
 
 def steps() -> list[Step]:
-    """The measurements, most wanted first (expected times from earlier H200 runs, start-up included)."""
+    """The measurements, most wanted first (expected times from the H200 runs of 2026-11-27 and 28, start-up included)."""
     e2e = str(BENCHMARKS / "runner_end_to_end.py")
-    overlap = [str(BENCHMARKS / "overlap_updates.py"), "--device", "cuda", "--cuda-graph", "--agents", "20"]
-    agents = [str(BENCHMARKS / "agents.py"), "--device", "cuda", "--configs", "swimmer", "--agents", "20", "--cuda-graph"]
+    profile = [str(BENCHMARKS / "profile_step.py"), "--device", "cuda", "--calls", "5", "--tables"]
     return [
-        Step("cuda_tests", ["-m", "pytest", "-q", "-n", "8", "-p", "no:cacheprovider", *CUDA_TESTS], 120.0, json=False),
-        Step("e2e_env16_overlap", [e2e, *MIXED_20, "--env-threads", "16", "--overlap-updates"], 100.0),
+        Step("cuda_tests", ["-m", "pytest", "-q", "-n", "8", "-p", "no:cacheprovider", *CUDA_TESTS], 60.0, json=False),
+        Step("e2e_overlap", [e2e, *MIXED_20, "--env-threads", "1", "--overlap-updates"], 100.0),
         Step("e2e_plain", [e2e, *MIXED_20, "--env-threads", "1"], 100.0),
-        Step("e2e_env16", [e2e, *MIXED_20, "--env-threads", "16"], 100.0),
-        Step("overlap_env1", [*overlap, "--steps", "300", "--rounds", "3", "--env-threads", "1"], 60.0),
-        Step("overlap_env8", [*overlap, "--steps", "300", "--rounds", "3", "--env-threads", "8"], 60.0),
-        Step("bf16_n20", [*agents, "--bf16", "--calls", "5"], 90.0),
-        Step("env_threads", [str(BENCHMARKS / "env_threads.py"), "--envs", "20", "--threads", "1", "4", "8", "16"], 30.0),
+        Step("profile_n20", [*profile, "--cases", "20:graph"], 60.0),
     ]
 
 
