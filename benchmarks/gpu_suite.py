@@ -4,7 +4,8 @@ that need CUDA, then the runner's end-to-end cost per agent-step of one mixed ba
 MaxDiff + 10 NN-MPPI, CUDA graphs) with the model updates made while the environments step, one after the other in
 the calling thread (measured on 2026-11-28 only with 16 environment threads, the slowest setting on that host),
 against the plain batch in the same call, then where a graphed training step of 20 agents spends its time (kernel
-launches, host copies, host and GPU milliseconds of the planner and of the updates). Steps run in that order, each in
+launches, host copies, host and GPU milliseconds of the planner and of the updates), then the whole test suite on a
+machine where a model's default device is CUDA (two tests that assumed the CPU were found so). Steps run in that order, each in
 its own process, its output in ``<out>/<step>.log`` (and ``.json`` where the benchmark writes one); a step starts
 only if its expected time fits in what is left of ``--seconds``, so a lease ends with the most important figures
 rather than with a killed run.
@@ -54,6 +55,7 @@ def steps() -> list[Step]:
         Step("e2e_overlap", [e2e, *MIXED_20, "--env-threads", "1", "--overlap-updates"], 100.0),
         Step("e2e_plain", [e2e, *MIXED_20, "--env-threads", "1"], 100.0),
         Step("profile_n20", [*profile, "--cases", "20:graph"], 60.0),
+        Step("all_tests", ["-m", "pytest", "-q", "-n", "8", "-p", "no:cacheprovider", "tests"], 240.0, json=False),
     ]
 
 
