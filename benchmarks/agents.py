@@ -23,6 +23,7 @@ each stepped one after the other (two ``--batch-seeds`` batches), in the same ro
 import argparse
 import json
 import platform
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -84,7 +85,7 @@ def measure_mixed(name: str, n_agents: int, args: argparse.Namespace) -> dict:
     if n_agents < 2 or n_agents % 2:
         raise SystemExit(f"--mixed needs even numbers of agents (half MaxDiff, half NN-MPPI), got {n_agents}")
     config, half, rng = CONFIGS[name], n_agents // 2, np.random.default_rng(0)
-    per_agent = dict(alpha=[100.0] * half + [0.0] * half, control_cost=[False] * half + [True] * half)
+    per_agent: dict[str, Any] = dict(alpha=[100.0] * half + [0.0] * half, control_cost=[False] * half + [True] * half)
     mixed = make_algorithm(config, args.device, args.fill, n_envs=n_agents, independent_agents=True, **per_agent)
     maxdiff = make_algorithm(config, args.device, args.fill, n_envs=half, independent_agents=True, alpha=100.0)
     nnmppi = make_algorithm(config, args.device, args.fill, n_envs=half, independent_agents=True, alpha=0.0, control_cost=True)

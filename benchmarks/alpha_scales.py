@@ -35,9 +35,13 @@ RETURN_SPREAD, ENTROPY_SPREAD = STAT_NAMES.index("return_spread"), STAT_NAMES.in
 class Recorder(MaxDiffMPPI):
     """MaxDiffMPPI that keeps each training plan's spreads and alphas (a host copy per step: measurement only)."""
 
+    rows: list[np.ndarray]
+
     def _planned(self, stats: th.Tensor) -> None:
         super()._planned(stats)
-        alpha = self.policy.entropy_bonus.alpha.expand(stats.shape[0])
+        bonus = self.policy.entropy_bonus
+        assert bonus is not None  # a MaxDiff agent has one
+        alpha = bonus.alpha.expand(stats.shape[0])
         self.rows.append(th.stack([stats[:, RETURN_SPREAD], stats[:, ENTROPY_SPREAD], alpha.to(stats.dtype)], 1).cpu().numpy())
 
 

@@ -10,17 +10,20 @@ rule's input, logged as ``planner/return_spread`` and ``planner/entropy_spread``
 import argparse
 import json
 import platform
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch as th
 from run import CONFIGS, fill_replay_buffer, interleaved_medians, make_algorithm
 
+from sb3_maxdiff import MaxDiffMPPI
 from sb3_maxdiff.common.mppi import sample_spread
 
 
 def measure(name: str, n_agents: int, args: argparse.Namespace) -> dict:
     config = CONFIGS[name]
-    batch = dict(n_envs=n_agents, independent_agents=n_agents > 1, cuda_graph=args.cuda_graph)
+    batch: dict[str, Any] = dict(n_envs=n_agents, independent_agents=n_agents > 1, cuda_graph=args.cuda_graph)
     models = {
         "fixed": make_algorithm(config, args.device, 10_000, alpha=100.0, **batch),
         "auto": make_algorithm(config, args.device, 10_000, alpha="auto", **batch),
@@ -29,7 +32,7 @@ def measure(name: str, n_agents: int, args: argparse.Namespace) -> dict:
     for model in models.values():
         fill_replay_buffer(model, 10_000, rng)
 
-    def step(model) -> callable:
+    def step(model: MaxDiffMPPI) -> Callable[[], None]:
         def run() -> None:
             model._sample_action(0)
             model.train(config.gradient_steps, config.batch_size)
@@ -37,9 +40,9 @@ def measure(name: str, n_agents: int, args: argparse.Namespace) -> dict:
         return run
 
     values = th.randn(n_agents, config.n_samples, device=args.device)
-    calls = {f"{key}_step_ms": step(model) for key, model in models.items()}
+    calls: dict[str, Callable[[], object]] = {f"{key}_step_ms": step(model) for key, model in models.items()}
     calls["spreads_ms"] = lambda: (sample_spread(values), sample_spread(values))
-    row = {"config": name, "agents": n_agents, **interleaved_medians(calls, args.calls, args.device)}
+    row: dict[str, Any] = {"config": name, "agents": n_agents, **interleaved_medians(calls, args.calls, args.device)}
     row["auto_over_fixed"] = row["auto_step_ms"] / row["fixed_step_ms"]
     row["spreads_over_step"] = row["spreads_ms"] / row["fixed_step_ms"]
     return row

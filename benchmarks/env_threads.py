@@ -18,9 +18,11 @@ import platform
 import statistics
 import time
 from copy import deepcopy
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from stable_baselines3.common.preprocessing import get_action_dim
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 import sb3_maxdiff  # noqa: F401  (registers the environments)
@@ -37,7 +39,7 @@ def time_settings(env_id: str, n_envs: int, thread_counts: list[int], steps: int
         vec_env.seed(0)
         vec_env.reset()
     rng = np.random.default_rng(0)
-    shape = (steps, n_envs, *vec_envs["one after the other"].action_space.shape)
+    shape = (steps, n_envs, get_action_dim(vec_envs["one after the other"].action_space))
     times: dict[str, list[float]] = {name: [] for name in vec_envs}
     for round_index in range(rounds + 1):  # one warm-up round
         actions = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
@@ -59,12 +61,12 @@ def physics_share(env_id: str, steps: int = 2000) -> tuple[float, float] | None:
     """
     env = gym.make(env_id)
     env.reset(seed=0)
-    simulation = env.unwrapped
+    simulation: Any = env.unwrapped  # a MuJoCo environment: model, data, frame_skip
     if not hasattr(simulation, "frame_skip"):
         return None
     import mujoco
 
-    action = np.zeros(env.action_space.shape, dtype=np.float32)
+    action = np.zeros(get_action_dim(env.action_space), dtype=np.float32)
     start = time.perf_counter()
     for _ in range(steps):
         env.step(action)
@@ -84,7 +86,7 @@ def info_copy_us(env_id: str, n_envs: int, repeats: int = 1000) -> tuple[float, 
     """
     vec_env = DummyVecEnv([lambda: gym.make(env_id)] * n_envs)
     vec_env.reset()
-    infos = vec_env.step(np.zeros((n_envs, *vec_env.action_space.shape), dtype=np.float32))[3]
+    infos = vec_env.step(np.zeros((n_envs, get_action_dim(vec_env.action_space)), dtype=np.float32))[3]
     vec_env.close()
     timings = []
     for copy_infos in (deepcopy, lambda infos: [dict(info) for info in infos]):

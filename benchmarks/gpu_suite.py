@@ -76,6 +76,7 @@ def run_steps(plan: list[Step], out: Path, seconds: float) -> list[dict]:
             continue
         start = time.monotonic()
         with open(out / f"{step.name}.log", "w") as log:
+            status: int | str
             try:
                 done = subprocess.run(command(step, out), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=left)
                 status = done.returncode

@@ -21,11 +21,13 @@ import argparse
 import itertools
 import statistics
 import time
+from typing import cast
 
 import gymnasium as gym
 import numpy as np
 import torch as th
 from stable_baselines3.common.logger import configure
+from stable_baselines3.common.preprocessing import get_action_dim, get_obs_shape
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_maxdiff import MaxDiffMPPI
@@ -40,15 +42,17 @@ def load(path: str, env_id: str, dtype: str, device: str) -> MaxDiffMPPI:
 def episode(model: MaxDiffMPPI, seed: int, record: bool = False) -> tuple[float, list[np.ndarray]]:
     """One evaluation episode (the planner's noise from torch's global stream, seeded); its return and states."""
     env = model.get_env()
+    assert env is not None, "the model was loaded without its environment"
     env.seed(seed)
     th.manual_seed(seed)
-    obs, states, total, nominal, start = env.reset(), [], 0.0, None, np.ones(1, dtype=bool)
+    states: list[np.ndarray] = []
+    obs, total, nominal, start = cast(np.ndarray, env.reset()), 0.0, None, np.ones(1, dtype=bool)
     while True:
         if record:
             states.append(obs.copy())
         action, nominal = model.predict(obs, state=nominal, episode_start=start, deterministic=False)
-        obs, reward, done, _ = env.step(action)
-        total, start = total + float(reward[0]), done
+        next_obs, reward, done, _ = env.step(action)
+        obs, total, start = cast(np.ndarray, next_obs), total + float(reward[0]), done
         if done[0]:
             return total, states
 
@@ -76,7 +80,7 @@ def same_noise_actions(models: dict[str, MaxDiffMPPI], states: list[np.ndarray])
 def step_seconds(model: MaxDiffMPPI, calls: int) -> float:
     """CPU seconds (wall-clock on a GPU) of one plan plus one ``train`` call of ``gradient_steps`` updates."""
     device = model.device
-    obs = th.zeros(1, *model.observation_space.shape, device=device)
+    obs = th.zeros(1, *get_obs_shape(model.observation_space), device=device)
     clock = time.perf_counter if device.type == "cuda" else time.process_time
     best = float("inf")
     for _ in range(calls):
@@ -143,7 +147,7 @@ def _fill(model: MaxDiffMPPI, states: list[np.ndarray]) -> bool:
     buffer = model.replay_buffer
     if buffer is None or len(states) < model.batch_size + 2:
         return False
-    zeros = np.zeros((1, *model.action_space.shape), dtype=np.float32)
+    zeros = np.zeros((1, get_action_dim(model.action_space)), dtype=np.float32)
     for state, next_state in itertools.pairwise(states):
         buffer.add(state, next_state, zeros, np.zeros(1), np.zeros(1, dtype=bool), [{}])
     return True

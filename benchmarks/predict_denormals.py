@@ -30,7 +30,8 @@ def main() -> None:
     model = MaxDiffMPPI.load(args.model, device="cpu")
     env = gym.make(args.env)
     obs, _ = env.reset(seed=0)
-    nominal, times, same = None, {"kept": [], "flushed": []}, True
+    times: dict[str, list[float]] = {"kept": [], "flushed": []}
+    nominal, same = None, True
     for _ in range(args.rounds):
         for _ in range(args.plans):
             observation = th.as_tensor(obs, dtype=th.float32)[None]

@@ -23,7 +23,7 @@ import json
 import platform
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
@@ -114,7 +114,9 @@ def make_algorithm(
     more of MaxDiffMPPI's arguments (``alpha``, ``control_cost``, one per agent for a mixed batch). ``env_threads``
     > 1: the environments step in that many threads (``ThreadedVecEnv``).
     """
-    threaded = {"vec_env_cls": ThreadedVecEnv, "vec_env_kwargs": {"n_threads": env_threads}} if env_threads > 1 else {}
+    threaded: dict[str, Any] = (
+        {"vec_env_cls": ThreadedVecEnv, "vec_env_kwargs": {"n_threads": env_threads}} if env_threads > 1 else {}
+    )
     model = MaxDiffMPPI(
         make_vec_env(config.env_id, n_envs=n_envs, seed=0, **threaded),
         independent_agents=independent_agents,
@@ -147,11 +149,12 @@ def gemm_floor(model: DynamicsRewardModel, horizon: int, n_samples: int, device:
     its bias), with ``bias=False`` bare ``mm`` into preallocated outputs.
     """
     obs_dim, action_dim = model.obs_dim, model.action_dim
-    first_t = th.cat([model.dynamics[0].weight, model.reward[0].weight]).detach().t().contiguous()
-    first_bias = th.cat([model.dynamics[0].bias, model.reward[0].bias]).detach()
-    dynamics = [(layer.weight.detach().t().contiguous(), layer.bias.detach()) for layer in model.dynamics[1:]]
+    dynamics_layers, reward_layers = model.layer_params("dynamics"), model.layer_params("reward")
+    first_t = th.cat([dynamics_layers[0][0], reward_layers[0][0]]).detach().t().contiguous()
+    first_bias = th.cat([dynamics_layers[0][1], reward_layers[0][1]]).detach()
+    dynamics = [(weight.detach().t().contiguous(), bias.detach()) for weight, bias in dynamics_layers[1:]]
     dynamics[-1] = _pad_columns(*dynamics[-1])  # as the rollout pads it
-    reward = [(layer.weight.detach().t().contiguous(), layer.bias.detach()) for layer in model.reward[1:]]
+    reward = [(weight.detach().t().contiguous(), bias.detach()) for weight, bias in reward_layers[1:]]
     state = th.randn(n_samples, obs_dim, device=device)
     actions = th.randn(horizon * n_samples, action_dim, device=device)
     action_part = th.addmm(first_bias, actions, first_t[obs_dim:]).view(horizon, n_samples, -1)
@@ -180,7 +183,7 @@ def gemm_floor(model: DynamicsRewardModel, horizon: int, n_samples: int, device:
     return with_bias if bias else bare
 
 
-def interleaved_medians(functions: dict[str, Callable[[], object]], calls: int, device: str) -> dict[str, float]:
+def interleaved_medians(functions: Mapping[str, Callable[[], object]], calls: int, device: str) -> dict[str, float]:
     """
     Median ms of each function, timed in rounds (one call of each per round), so that a slow spell of
     the machine hits all of them alike and their ratios stay fair.
@@ -209,10 +212,12 @@ def measure_config(name: str, config: Config, args: argparse.Namespace) -> dict:
     obs_dim, action_dim = model.policy.model.obs_dim, model.policy.model.action_dim
     on_cpu = args.device == "cpu"
     baseline_model, optimizer, baseline_plan = baseline_parts(config, obs_dim, action_dim, model.policy.path_entropy)
-    planner_calls = {
+    single_model = model.policy.model
+    assert isinstance(single_model, DynamicsRewardModel)  # one agent: the unbatched model
+    planner_calls: dict[str, Callable[[], object]] = {
         "plan_ms": lambda: model._sample_action(0),
-        "gemm_floor_ms": gemm_floor(model.policy.model, config.horizon, config.n_samples, args.device, bias=True),
-        "mm_floor_ms": gemm_floor(model.policy.model, config.horizon, config.n_samples, args.device, bias=False),
+        "gemm_floor_ms": gemm_floor(single_model, config.horizon, config.n_samples, args.device, bias=True),
+        "mm_floor_ms": gemm_floor(single_model, config.horizon, config.n_samples, args.device, bias=False),
     }
     if on_cpu:
         planner_calls["baseline_plan_ms"] = baseline_plan

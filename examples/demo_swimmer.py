@@ -58,7 +58,7 @@ from sb3_maxdiff.experiments.stats import mann_whitney_pvalue
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPRODUCTION = os.path.join(HERE, "..", "docs", "reproduction")
-ALGOS = {"MaxDiff": MaxDiffMPPI, "NN-MPPI": NNMPPI}
+ALGOS: dict[str, type[NNMPPI]] = {"MaxDiff": MaxDiffMPPI, "NN-MPPI": NNMPPI}
 CSV_METHODS = {"maxdiff": "MaxDiff", "nnmppi": "NN-MPPI"}
 # the two 5-seed runs of the comparison: name -> (per-episode CSV, line style of its curves)
 RUNS = {
@@ -84,7 +84,9 @@ COLORS = {"MaxDiff": "tab:blue", "NN-MPPI": "tab:orange"}
 
 
 def make_env(render: bool) -> gym.Env:
-    kwargs = {"render_mode": "rgb_array", "camera_name": "track", "width": 240, "height": 240} if render else {}
+    kwargs: dict[str, Any] = (
+        {"render_mode": "rgb_array", "camera_name": "track", "width": 240, "height": 240} if render else {}
+    )
     return gym.make(SWIMMER_HEAVY, **kwargs)
 
 
@@ -98,7 +100,7 @@ def run_episode(name: str, path: str, steps: int, seed: int, frames_at: list[int
     data = env.unwrapped.data  # type: ignore[attr-defined]
 
     def shot() -> np.ndarray:
-        return env.render() if render else np.array([data.body(body).xpos[:2] for body in BODIES])
+        return np.asarray(env.render()) if render else np.array([data.body(body).xpos[:2] for body in BODIES])
 
     tip, total, shots, state = [obs[:2].copy()], 0.0, [shot()] if frames_at else [], None
     for step in tqdm(range(1, steps + 1), desc=f"{name} {os.path.basename(path)}", unit="step"):
@@ -238,7 +240,7 @@ def short(run: str) -> str:
 
 
 def draw(
-    episodes: dict[str, dict[str, Any]],
+    episodes: dict[str, list[dict[str, Any]]],
     frames_at: list[int],
     rendered: bool,
     out: str,
@@ -251,16 +253,17 @@ def draw(
     """
     with_live = live is not None and bool(live["paths"])
     figure = plt.figure(figsize=(17 if with_live else 13, 4.2 + 1.9 * len(episodes)), layout="constrained")
-    top, bottom = figure.subfigures(2, 1, height_ratios=[4.2, 1.9 * len(episodes)])
+    halves = figure.add_gridspec(2, 1, height_ratios=[4.2, 1.9 * len(episodes)])
+    top, bottom = figure.add_subfigure(halves[0]), figure.add_subfigure(halves[1])
     ratios = [1, 1.4, 0.9] if with_live else [1, 1.4]
     paths, curves, *point_mass = top.subplots(1, len(ratios), width_ratios=ratios)
-    if with_live:
+    if live is not None and with_live:
         draw_live(point_mass[0], live)
     for name, kept in episodes.items():
-        returns = ", ".join(f"{episode['return']:.0f}" for episode in kept)
+        kept_returns = ", ".join(f"{episode['return']:.0f}" for episode in kept)
         for index, episode in enumerate(kept):
             tip = episode["tip"]
-            label = f"{name}, {len(kept)} agents: return {returns}" if index == 0 else None
+            label = f"{name}, {len(kept)} agents: return {kept_returns}" if index == 0 else None
             paths.plot(tip[:, 0], tip[:, 1], color=COLORS[name], linewidth=1.4 if index == 0 else 0.8, label=label)
             paths.scatter(*tip[-1], color=COLORS[name], marker="o")
     first = next(iter(episodes.values()))[0]

@@ -13,6 +13,7 @@ potential: their paths over the potential's contours and the density of the posi
 
 import argparse
 import os
+from typing import Any
 
 import matplotlib
 
@@ -31,8 +32,10 @@ from sb3_maxdiff.synthesis import (
     quadratic_potential,
 )
 
-PLANNER = dict(horizon=20, n_samples=200, temperature=0.5, noise_std=0.3, control_cost=False, low=[-1, -1], high=[1, 1])
-SYSTEMS = {
+PLANNER: dict[str, Any] = dict(
+    horizon=20, n_samples=200, temperature=0.5, noise_std=0.3, control_cost=False, low=[-1, -1], high=[1, 1]
+)
+SYSTEMS: dict[str, SingleIntegrator | DoubleIntegrator | DifferentialDrive] = {
     "single integrator": SingleIntegrator(),
     "double integrator": DoubleIntegrator(),
     "differential drive": DifferentialDrive(),
@@ -104,9 +107,9 @@ def main() -> None:
         axes[2, column].plot(-4, -2, "ko", markersize=4)
         axes[2, column].set_title(f"(b) differential drive, alpha {alpha:g}: spread {spreads[-1]:.2f}")
     figure.tight_layout()
-    path = os.path.join(args.out, "synthesis_examples.png")
-    figure.savefig(path, dpi=80)
-    print(f"\nfigure: {path}")
+    figure_path = os.path.join(args.out, "synthesis_examples.png")
+    figure.savefig(figure_path, dpi=80)
+    print(f"\nfigure: {figure_path}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ Prints Markdown tables (mean +/- std over the seeds, ddof 1).
 
 import argparse
 import itertools
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -21,7 +22,9 @@ from tqdm import tqdm
 from sb3_maxdiff.common.ergodicity import mean_squared_displacement
 from sb3_maxdiff.synthesis import MPPIController, SingleIntegrator, bimodal_gaussian_potential, quadratic_potential
 
-PLANNER = dict(horizon=20, n_samples=200, temperature=0.5, noise_std=0.3, control_cost=False, low=[-1, -1], high=[1, 1])
+PLANNER: dict[str, Any] = dict(
+    horizon=20, n_samples=200, temperature=0.5, noise_std=0.3, control_cost=False, low=[-1, -1], high=[1, 1]
+)
 SHORT_LAGS = np.arange(10, 81, 10)  # the MSD exponent's lags, in steps
 LONG_LAGS = np.arange(100, 401, 50)
 
@@ -34,7 +37,7 @@ def realized_path(running_cost, alpha: float, history: int, start: list[float], 
     """The states a single integrator (dt 0.1) visits under the controller, ``steps`` steps from ``start``."""
     th.manual_seed(seed)
     system = SingleIntegrator(dt=0.1)
-    kwargs = dict(running_reward=free_reward) if running_cost is None else dict(running_cost=running_cost)
+    kwargs: dict[str, Any] = dict(running_reward=free_reward) if running_cost is None else dict(running_cost=running_cost)
     controller = MPPIController(system, **kwargs, state_dim=2, action_dim=2, alpha=alpha, history=history, **PLANNER)
     state, path = th.tensor(start, dtype=th.float32), []
     for _ in range(steps):

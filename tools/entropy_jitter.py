@@ -22,6 +22,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import torch as th
+from stable_baselines3.common.preprocessing import get_action_dim
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -56,7 +57,7 @@ def probe(agent: MaxDiffMPPI, obs: np.ndarray, seed: int = 0) -> dict[str, float
     if bonus is None:
         raise ValueError("the agent has no path entropy (an NN-MPPI agent): nothing to probe")
     generator = th.Generator().manual_seed(seed)
-    shape = (1, settings.n_samples, settings.horizon, agent.action_space.shape[0])
+    shape = (1, settings.n_samples, settings.horizon, get_action_dim(agent.action_space))
     noise = smoothing_matrix(settings.horizon) @ (th.randn(shape, generator=generator) * settings.noise_std)
     start = th.as_tensor(obs, dtype=th.float32).reshape(1, 1, -1).expand(1, settings.n_samples, -1)
     model = agent.policy.model.cpu()

@@ -23,7 +23,7 @@ import tempfile
 import time
 from io import BytesIO
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -178,7 +178,7 @@ def committed_tree(destination: Path) -> None:
     """Unpack the tree of HEAD (tracked files only) into ``destination``."""
     archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, check=True, capture_output=True).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python >= 3.10.12, 3.11.4
+        safe: dict[str, Any] = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python >= 3.10.12, 3.11.4
         tar.extractall(destination, **safe)
 
 
