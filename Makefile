@@ -10,7 +10,7 @@ format:
 	ruff format $(LINT_PATHS)
 
 type:
-	mypy sb3_maxdiff examples benchmarks tools
+	mypy sb3_maxdiff tests examples benchmarks tools
 
 demo:
 	python examples/demo_point_mass.py

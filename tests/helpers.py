@@ -6,6 +6,7 @@ import runpy
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -70,7 +71,7 @@ def on_recording_platform() -> bool:
 
 
 # the smallest planner and networks that still exercise every code path: for tests that train a few steps
-TINY = dict(horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
+TINY: dict[str, Any] = dict(horizon=5, n_samples=16, learning_starts=20, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
 
 
 # the limit on a test's child process: a guard against a hung process, not a check of speed, so generous enough that
@@ -100,7 +101,9 @@ def run_script(path: Path, args: list[str]) -> dict:
         sys.argv, sys.path[:] = saved_argv, saved_path
         th.set_num_threads(threads)
         th.set_flush_denormal(flushing)
-        th.set_rng_state(states[0]), np.random.set_state(states[1]), random.setstate(states[2])
+        th.set_rng_state(states[0])
+        np.random.set_state(states[1])
+        random.setstate(states[2])
 
 
 def load_tool(name: str) -> ModuleType:

@@ -13,7 +13,7 @@ ALGORITHMS = ("sb3_maxdiff.nnmppi", "sb3_maxdiff.maxdiff", "sb3_maxdiff.envs", "
 
 def imported_modules(source: str, package: str) -> set[str]:
     """Every module that ``source``, a module of ``package``, imports; relative imports made absolute."""
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)

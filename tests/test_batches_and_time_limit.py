@@ -5,6 +5,7 @@ import dataclasses
 import json
 import os
 import time
+from typing import Any
 
 import pytest
 from test_experiment_runner import _monitor_rows, _result
@@ -236,11 +237,13 @@ def test_batched_evaluation_plans_each_agent_on_its_own_and_says_so(tmp_path):
     assert [result["evaluation"] for result in execute_group(specs, out)] == ["one agent at a time"] * 4
 
 
-def _parameters(path) -> dict:
+def _parameters(path) -> dict[str, Any]:
+    """The policy's state dict saved in ``path``."""
     from stable_baselines3.common.save_util import load_from_zip_file
 
     _, params, _ = load_from_zip_file(path, device="cpu")
-    return params["policy"]
+    state: dict[str, Any] = params["policy"]  # type: ignore[assignment]  # SB3 annotates each entry as a tensor
+    return state
 
 
 @pytest.mark.parametrize(

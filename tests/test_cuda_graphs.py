@@ -28,7 +28,9 @@ POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
 needs_cuda = pytest.mark.skipif(not th.cuda.is_available(), reason="CUDA not available")
 
 
-def planner_and_model(batched: bool, device: str = "cpu") -> tuple[MPPIPlanner, DynamicsRewardModel]:
+def planner_and_model(
+    batched: bool, device: str = "cpu"
+) -> tuple[MPPIPlanner, DynamicsRewardModel | BatchedDynamicsRewardModel]:
     th.manual_seed(0)
     entropy = make_path_entropy(obs_dim=4, horizon=10, dims=[0, 1], weights=[1.0, 0.5])
     bonus = EntropyBonus(entropy, alpha=2.0).to(device)

@@ -9,8 +9,8 @@ POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
 
 
 class DiscreteEnv(gym.Env):
-    observation_space = gym.spaces.Box(-1, 1, (2,))
-    action_space = gym.spaces.Discrete(3)
+    observation_space: gym.Space = gym.spaces.Box(-1, 1, (2,))
+    action_space: gym.Space = gym.spaces.Discrete(3)
 
     def reset(self, *, seed=None, options=None):
         return np.zeros(2, dtype=np.float32), {}

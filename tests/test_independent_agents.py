@@ -1,6 +1,7 @@
 """N independent agents in one algorithm object (``independent_agents=True``)."""
 
 import csv
+from typing import SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -24,8 +25,8 @@ class ScaledReward(gym.RewardWrapper):
         super().__init__(env)
         self.scale = scale
 
-    def reward(self, reward: float) -> float:
-        return self.scale * reward
+    def reward(self, reward: SupportsFloat) -> float:
+        return self.scale * float(reward)
 
 
 def vec_env(n_envs: int, first_reward_scale: float = 1.0, seed: int = 0) -> DummyVecEnv:

@@ -6,6 +6,8 @@ episodes) the trained planner scores well above what an untrained one does. Meas
 a model that was never trained 51-55; uniformly random actions 43.75 in expectation.
 """
 
+from typing import Any
+
 import pytest
 from stable_baselines3.common.envs import IdentityEnvBox
 from stable_baselines3.common.evaluation import evaluate_policy
@@ -13,12 +15,15 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
 
 # a task with no temporal structure: plan one step ahead (MaxDiff two, for a covariance over time) with wide noise
-SETTINGS = dict(noise_std=1.0, n_samples=100, learning_starts=100, policy_kwargs=dict(net_arch=[32, 32]), device="cpu")
+SETTINGS: dict[str, Any] = dict(
+    noise_std=1.0, n_samples=100, learning_starts=100, policy_kwargs=dict(net_arch=[32, 32]), device="cpu"
+)
 THRESHOLD = 65.0
 
 
 def score(model) -> float:
     mean, _ = evaluate_policy(model, IdentityEnvBox(eps=0.5), n_eval_episodes=5, deterministic=True)
+    assert isinstance(mean, float)
     return mean
 
 

@@ -1,3 +1,5 @@
+from typing import Any
+
 import gymnasium as gym
 import mujoco
 import numpy as np
@@ -70,7 +72,7 @@ def test_ant_reward_is_forward_velocity():
 
 def flip_ant(env: gym.Env, tilt: float) -> None:
     """Put the torso at `tilt` radians from the vertical (rotation about the x axis)."""
-    ant = env.unwrapped
+    ant: Any = env.unwrapped  # the MuJoCo environment: data, model, set_state
     qpos, qvel = ant.data.qpos.copy(), np.zeros_like(ant.data.qvel)
     qpos[2] = 1.0
     qpos[3:7] = [np.cos(tilt / 2), np.sin(tilt / 2), 0.0, 0.0]
@@ -89,7 +91,7 @@ def steps_until_termination(env: gym.Env, max_steps: int = 60) -> int | None:
 def test_ant_terminates_after_one_second_upside_down():
     env = gym.make(ANT)
     env.reset(seed=0)
-    ant = env.unwrapped
+    ant: Any = env.unwrapped  # the MuJoCo environment: data, model, set_state
     ant.model.opt.gravity[:] = 0.0  # freeze the flipped pose: the clock alone decides
     flip_ant(env, np.pi)
     assert ant.torso_tilt == pytest.approx(np.pi, abs=1e-6)
@@ -102,7 +104,7 @@ def test_ant_terminates_after_one_second_upside_down():
 def test_ant_recovers_if_it_rights_itself_in_time():
     env = gym.make(ANT)
     env.reset(seed=0)
-    ant = env.unwrapped
+    ant: Any = env.unwrapped  # the MuJoCo environment: data, model, set_state
     ant.model.opt.gravity[:] = 0.0
     flip_ant(env, np.pi)
     for _ in range(15):  # 0.75 s upside down

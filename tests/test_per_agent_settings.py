@@ -3,6 +3,8 @@ Independent agents with settings of their own in one batch: an alpha per agent (
 and a control-cost flag per agent (MaxDiff and NN-MPPI agents in one batch).
 """
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch as th
@@ -14,7 +16,7 @@ from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
 from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
 from sb3_maxdiff.common.mppi import MPPIPlanner
 
-PLANNER = dict(action_dim=2, horizon=6, n_samples=32, temperature=0.5, noise_std=0.3)
+PLANNER: dict[str, Any] = dict(action_dim=2, horizon=6, n_samples=32, temperature=0.5, noise_std=0.3)
 ENTROPY = make_path_entropy(obs_dim=4, horizon=6, weights=[1.0, 1.0, 0.5, 0.5])
 # agent 0 plans as NN-MPPI, agents 1 and 2 as MaxDiff with two alphas
 ALPHAS, CONTROL = [0.0, 5.0, 50.0], (True, False, False)

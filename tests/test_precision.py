@@ -1,5 +1,7 @@
 """``planner_dtype="auto"``: bfloat16 only where the device has it in hardware and it plans the model faster."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch as th
@@ -9,7 +11,7 @@ from sb3_maxdiff.common import precision
 from sb3_maxdiff.common.precision import choose_planner_dtype, cpu_flags, time_planner_dtypes
 
 ENV = "sb3_maxdiff/PointMass-beta0_01-v0"
-KWARGS = dict(horizon=5, n_samples=20, batch_size=8, learning_starts=10, policy_kwargs=dict(net_arch=[16]))
+KWARGS: dict[str, Any] = dict(horizon=5, n_samples=20, batch_size=8, learning_starts=10, policy_kwargs=dict(net_arch=[16]))
 
 
 def _make(algo=MaxDiffMPPI, **kwargs):

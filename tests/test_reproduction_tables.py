@@ -135,8 +135,8 @@ def test_a_wrong_cell_is_caught():
 
 def quantity_of(label: str, steps: int) -> str | None:
     """The per_seed_values quantity a row label of a means table names (``steps`` where the label gives none)."""
-    at = re.search(r"at (\d+)k", label)
-    at = f"{int(at.group(1)) * 1000:,}" if at else f"{steps:,}"
+    found = re.search(r"at (\d+)k", label)
+    at = f"{int(found.group(1)) * 1000:,}" if found else f"{steps:,}"
     for pattern, quantity in (
         (r"last (training )?episode", f"last episode at {at}"),
         (r"running max", f"running max at {at}"),

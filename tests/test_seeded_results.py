@@ -11,6 +11,7 @@ itself (test_deterministic.py) is portable.
 """
 
 import hashlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from sb3_maxdiff import NNMPPI, MaxDiffMPPI
 from sb3_maxdiff.common.schedules import StepSchedule
 
 ENV_ID = "sb3_maxdiff/PointMassUnbounded-beta0_01-v0"
-SMALL = dict(horizon=10, n_samples=64, batch_size=32, gradient_steps=2, policy_kwargs={"net_arch": [32, 32]})
+SMALL: dict[str, Any] = dict(horizon=10, n_samples=64, batch_size=32, gradient_steps=2, policy_kwargs={"net_arch": [32, 32]})
 # name -> (algorithm, keyword arguments, agents, agent-steps)
 RUNS = {
     "maxdiff-1-authors": (

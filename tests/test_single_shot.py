@@ -1,4 +1,5 @@
 import csv
+from typing import Any
 
 import gymnasium as gym
 import pytest
@@ -10,7 +11,7 @@ from sb3_maxdiff.experiments.__main__ import main as experiments_main
 from sb3_maxdiff.experiments.presets import PRESETS, cell_kwargs, get_budget, published_kwargs
 from sb3_maxdiff.experiments.single_shot import single_shot_settings
 
-SMALL = {
+SMALL: dict[str, Any] = {
     "maxdiff": dict(
         horizon=5, n_samples=16, learning_starts=50, batch_size=32, gradient_steps=1, policy_kwargs=dict(net_arch=[16, 16])
     ),

@@ -5,6 +5,7 @@ they predicted, for tests/test_save_load.py. Run from a checkout of that commit:
 """
 
 import sys
+from typing import Any
 
 import numpy as np
 import torch as th
@@ -16,10 +17,10 @@ from sb3_maxdiff.common.schedules import StepSchedule
 th.set_num_threads(1)
 folder = sys.argv[1]
 ENV = "sb3_maxdiff/PointMassUnbounded-beta0_01-v0"
-SMALL = dict(
+SMALL: dict[str, Any] = dict(
     horizon=5, n_samples=16, batch_size=16, gradient_steps=1, learning_starts=20, policy_kwargs={"net_arch": [16, 16]}
 )
-AUTHORS = dict(action_semantics="authors", warmup_actions="planner")
+AUTHORS: dict[str, Any] = dict(action_semantics="authors", warmup_actions="planner")
 runs = {
     "maxdiff_6946528": (MaxDiffMPPI, dict(**AUTHORS, alpha=StepSchedule([0.5, 5.0], [30]), window=True), 1),
     "nnmppi_6946528": (NNMPPI, dict(action_semantics="bounded"), 1),
