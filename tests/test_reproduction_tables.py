@@ -599,3 +599,38 @@ def test_single_shot_per_seed_table_is_that_of_its_csv():
     assert {(METHODS[method], int(seed)) for method, seed, *_ in rows} == {
         (key, seed) for key, by_seed in values[quantities[-1]].items() for seed in by_seed
     }
+
+
+# the authors' ten single-shot MaxDiff seeds, x distance by 30k steps (their reward_data.pkl, as REPRODUCTION.md says)
+AUTHORS_SINGLE_SHOT_30K = [211.1, 218.9, 185.8, 268.3, 12.1, 198.7, 269.1, 272.7, 290.4, 294.2]
+
+
+def test_single_shot_ten_seed_reading_is_that_of_its_csvs():
+    """The per-seed table of seeds 0-9, the swim counts and both tests of the single-shot reading."""
+    from scipy.stats import fisher_exact
+
+    steps = [10_000, 20_000, 30_000]
+    first, rest = (
+        per_seed_values(str(REPRODUCTION / name), steps)
+        for name in ("single_shot_light_30k.csv", "single_shot_light_30k_maxdiff_seeds3_9.csv")
+    )
+    values = {q: {**first[q]["maxdiff"], **rest[q]["maxdiff"]} for q in rest}
+    _, rows = table_after("| seed | x by 10k | x by 20k | x by 30k | window return at 30k |")
+    ours = [row for row in rows if row[0].isdigit()]
+    assert [int(row[0]) for row in ours] == sorted(values["x distance at 30,000"]) == list(range(10))
+    for seed, x10, x20, x30, ret30, swims in ours:
+        for quantity, shown in zip(["x distance at 10,000", "x distance at 20,000", "x distance at 30,000"], [x10, x20, x30]):
+            assert_shown_as(values[quantity][int(seed)], shown, f"seed {seed} {quantity}")
+        assert_shown_as(values["window return at 30,000"][int(seed)], ret30, f"seed {seed} window return")
+        assert swims.startswith("yes" if values["x distance at 30,000"][int(seed)] > 100 else "no"), seed
+    distances = [values["x distance at 30,000"][seed] for seed in range(10)]
+    swim = [sum(d > 100 for d in distances), sum(d > 100 for d in AUTHORS_SINGLE_SHOT_30K)]
+    assert swim == [3, 9]
+    text = (ROOT / "REPRODUCTION.md").read_text()
+    reading = text[text.index("Three of our ten seeds swim by 30k") :][:900]
+    fisher = fisher_exact([[swim[0], 10 - swim[0]], [swim[1], 10 - swim[1]]], alternative="two-sided").pvalue
+    shown_fisher = re.search(r"Fisher's exact test, two-sided, \*\*p = ([0-9.]+)\*\*", reading)
+    shown_mw = re.search(r"10 against 10, \*\*p = ([0-9.]+)\*\*", reading)
+    assert shown_fisher and shown_mw
+    assert_pvalue_shown_as(float(fisher), shown_fisher.group(1), "Fisher")
+    assert_pvalue_shown_as(mann_whitney_pvalue(distances, AUTHORS_SINGLE_SHOT_30K), shown_mw.group(1), "Mann-Whitney")
