@@ -78,12 +78,15 @@ def test_single_shot_command_defaults(capsys):
     )
 
 
+PAPER_PRESETS = [preset for preset in PRESETS.values() if preset.paper]
+
+
 @pytest.mark.parametrize("algo", ["maxdiff", "nnmppi", "sac"])
 def test_single_shot_settings_are_the_runners_single_shot_cells(algo):
     """The paper's single-shot settings: those the runner's single-shot cells build, the same in every preset."""
     budget = get_budget("paper")
     for env_id in (SWIMMER_LIGHT, ANT, HALF_CHEETAH):
-        cells = [c for p in PRESETS.values() for c in p.cells if c.single_shot and (c.method, c.env_id) == (algo, env_id)]
+        cells = [c for p in PAPER_PRESETS for c in p.cells if c.single_shot and (c.method, c.env_id) == (algo, env_id)]
         assert cells, (algo, env_id)
         kwargs, source = single_shot_settings(algo, env_id)
         assert all(cell_kwargs(cell, budget) == kwargs for cell in cells)
@@ -93,6 +96,18 @@ def test_single_shot_settings_are_the_runners_single_shot_cells(algo):
         assert (light["n_samples"], light["gradient_steps"]) == (1000, 10)
     if algo == "maxdiff":
         assert (light["alpha"], light["window"]) == (50.0, True)
+
+
+def test_the_jitter_preset_is_the_papers_single_shot_maxdiff_with_the_authors_jitter():
+    """Everything of the paper's single-shot MaxDiff on the light Swimmer, and entropy_jitter='random'."""
+    preset = PRESETS["single-shot-jitter"]
+    assert not preset.paper and [(cell.setting, cell.method) for cell in preset.cells] == [
+        ("swimmer random-jitter", "maxdiff")
+    ]
+    budget = get_budget("paper")
+    paper, _ = single_shot_settings("maxdiff", SWIMMER_LIGHT)
+    assert cell_kwargs(preset.cells[0], budget) == {**paper, "entropy_jitter": "random"}
+    assert preset.cells[0].single_shot and preset.cells[0].env_id == SWIMMER_LIGHT
 
 
 def test_single_shot_settings_elsewhere():

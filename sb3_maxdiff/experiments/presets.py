@@ -155,6 +155,8 @@ class Preset:
     published_distance: dict[tuple[str, str], dict[int, float]] = dataclasses.field(default_factory=dict)
     # what the published numbers are, where they come from, and how they differ from ours
     notes: str = ""
+    # whether its settings are the paper's (False: a variant the paper did not run, e.g. another option)
+    paper: bool = True
 
     @property
     def settings(self) -> list[str]:
@@ -177,12 +179,14 @@ def _grid(settings: dict[str, str], methods: tuple[str, ...] = METHODS, **cell_k
     )
 
 
-def _single_shot_cells(settings: dict[str, str], maxdiff: dict[str, Any], planner: dict[str, Any]) -> tuple[Cell, ...]:
+def _single_shot_cells(
+    settings: dict[str, str], maxdiff: dict[str, Any], planner: dict[str, Any], methods: tuple[str, ...] = METHODS
+) -> tuple[Cell, ...]:
     overrides = {"maxdiff": {**planner, **maxdiff}, "nnmppi": planner, "sac": {}}
     return tuple(
         preset_cell(setting, method, env_id, overrides=overrides[method], single_shot=True)
         for setting, env_id in settings.items()
-        for method in METHODS
+        for method in methods
     )
 
 
@@ -261,6 +265,7 @@ PRESETS: dict[str, Preset] = {
             _grid({f"beta={beta}": point_mass_id(beta) for beta in POINT_MASS_BETAS}),
             _final_table(_PM_FINAL, "beta={}"),
             _PM_CURVE,
+            paper=False,
         ),
         Preset(
             "swimmer-alpha",
@@ -291,6 +296,7 @@ PRESETS: dict[str, Preset] = {
                 },
                 (MAXDIFF_AUTO, "maxdiff", "nnmppi"),
             ),
+            paper=False,
         ),
         Preset(
             "swimmer-bfloat16",
@@ -298,6 +304,7 @@ PRESETS: dict[str, Preset] = {
             "(planner_dtype='bfloat16'), to set beside the float32 runs of swimmer-methods; only sensible where the "
             "hardware multiplies bfloat16 natively",
             (preset_cell("heavy", "maxdiff", SWIMMER_HEAVY, overrides={"planner_dtype": "bfloat16"}),),
+            paper=False,
         ),
         Preset(
             "look-back",
@@ -308,12 +315,14 @@ PRESETS: dict[str, Preset] = {
                 preset_cell(f"history={history}", "maxdiff", point_mass_id("0.01", bounded_actions=False), overrides=kwargs)
                 for history, kwargs in ((0, {}), (30, {"history": 30}))
             ),
+            paper=False,
         ),
         Preset(
             "swimmer-stock",
             "The design card's id: MaxDiff (alpha 100) vs NN-MPPI on Gymnasium's Swimmer-v5, whose observation has "
             "no x, y (the path entropy is taken over the tip's velocity, obs 3 and 4)",
             _grid({"stock": STOCK_SWIMMER}, ("maxdiff", "nnmppi")),
+            paper=False,
             notes="Not in the paper: its swimmers keep the tip's x, y in the observation (sb3_maxdiff/Swimmer-heavy-v0 "
             "is this body with x, y kept), so MaxDiff's entropy there is over position and velocity.",
         ),
@@ -336,6 +345,23 @@ PRESETS: dict[str, Preset] = {
             notes="The published single-shot Swimmer runs all used the light tail (the authors' data folders "
             "SwimmerEnv_v3_Light_*_singleshot) and ran 1M steps; the authors' multi-shot mppi.yaml says max_frames "
             "100000 for the Swimmer, while their published multi-shot data ran 1M steps.",
+        ),
+        Preset(
+            "single-shot-jitter",
+            "Not in the paper's settings: the single-shot light-tail swimmer's MaxDiff (as in single-shot) with the "
+            "authors' jitter of the path entropy's covariance, a N(0, 1e-8) draw on every entry "
+            "(entropy_jitter='random'), where this library adds 1e-8 * I",
+            _single_shot_cells(
+                {"swimmer random-jitter": SWIMMER_LIGHT},
+                {**_SINGLE_SHOT_SWIMMER_MAXDIFF, "entropy_jitter": "random"},
+                _SINGLE_SHOT_SWIMMER_PLANNER,
+                methods=("maxdiff",),
+            ),
+            published_curve={("swimmer random-jitter", "maxdiff"): _SINGLE_SHOT_CURVE[("swimmer", "maxdiff")]},
+            published_distance={("swimmer random-jitter", "maxdiff"): _SINGLE_SHOT_DISTANCE[("swimmer", "maxdiff")]},
+            notes="The authors' code draws the jitter (mpc_lib/entropy.py); the published numbers are those of their "
+            "single-shot MaxDiff, made with it.",
+            paper=False,
         ),
         Preset(
             "ant-halfcheetah",

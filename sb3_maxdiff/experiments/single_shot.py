@@ -195,7 +195,7 @@ def single_shot_settings(algo: str, env_id: str) -> SingleShotSettings:
     if algo == MAXDIFF_AUTO:
         kwargs, source = single_shot_settings("maxdiff", env_id)
         return SingleShotSettings({**kwargs, "alpha": "auto"}, f"{source}, with alpha 'auto'")
-    for preset in PRESETS.values():
+    for preset in (preset for preset in PRESETS.values() if preset.paper):
         for cell in preset.cells:
             if cell.single_shot and (cell.method, cell.env_id) == (algo, env_id):
                 where = f"the runner's preset {preset.name!r}, setting {cell.setting!r}"
