@@ -6,9 +6,10 @@ skipping the runs already finished on disk, so that a killed sweep resumes where
 
 With ``--batch-seeds`` the seeds of each NN-MPPI / MaxDiff cell train together in one process, as the
 independent agents of one model (one batched rollout and one batched update per step), and write the same
-per-seed files as separate runs; SAC and single-shot cells run one seed per process as usual. With
-``--batch-cells`` the runs of every NN-MPPI / MaxDiff cell that can share one model train together: the
-MaxDiff agents of several alphas and the NN-MPPI agents (alpha 0, control term on) of one body.
+per-seed files as separate runs (single-shot cells too, each agent on its own never-ending environment); SAC
+cells run one seed per process as usual. With ``--batch-cells`` the runs of every NN-MPPI / MaxDiff cell that can
+share one model train together: the MaxDiff agents of several alphas and the NN-MPPI agents (alpha 0, control term
+on) of one body.
 """
 
 import argparse

@@ -368,10 +368,10 @@ class NNMPPI(OffPolicyAlgorithm):
         assert isinstance(obs, th.Tensor)  # the spaces are Boxes (checked at setup)
         start_flags = np.asarray(self._last_episode_starts, dtype=bool)
         starts = th.as_tensor(start_flags, device=self.device)
+        if self._train_visited is None:
+            self._train_visited = self.policy.visited_states()  # None where the path entropy does not look back
         history = None
-        if self.policy.history > 0:
-            if self._train_visited is None:
-                self._train_visited = VisitedStates(self.policy.history)
+        if self._train_visited is not None:
             history = self._train_visited.update(obs.float().flatten(start_dim=1), start_flags)
         with th.no_grad():
             result = self.policy.plan(obs, self._train_nominal, starts, history=history)
