@@ -4,11 +4,11 @@ that need CUDA, then the runner's end-to-end cost per agent-step of one mixed ba
 MaxDiff + 10 NN-MPPI, CUDA graphs) with the model updates made while the environments step, one after the other in
 the calling thread (measured on 2026-11-28 only with 16 environment threads, the slowest setting on that host),
 against the plain batch in the same call, then where a graphed training step of 20 agents spends its time (kernel
-launches, host copies, host and GPU milliseconds of the planner and of the updates), then the whole test suite on a
-machine where a model's default device is CUDA (two tests that assumed the CPU were found so). Steps run in that order, each in
-its own process, its output in ``<out>/<step>.log`` (and ``.json`` where the benchmark writes one); a step starts
-only if its expected time fits in what is left of ``--seconds``, so a lease ends with the most important figures
-rather than with a killed run.
+launches, host copies, host and GPU milliseconds of the planner and of the updates, and the kernels that take the GPU's
+time), then the whole test suite on a machine where a model's default device is CUDA (two tests that assumed the CPU
+were found so). Steps run in that order, each in its own process, its output in ``<out>/<step>.log`` (and ``.json``
+where the benchmark writes one); a step starts only if its expected time fits in what is left of ``--seconds``, so a
+lease ends with the most important figures rather than with a killed run.
 
     python benchmarks/gpu_suite.py --out gpu_results --seconds 540
     python benchmarks/gpu_suite.py --list                       # the steps and their commands, nothing run
