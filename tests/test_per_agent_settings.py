@@ -187,6 +187,16 @@ def test_agents_of_a_mixed_batch_come_out_with_their_own_settings(tmp_path):
         assert th.equal(loaded.policy.model.state_dict()[key], value), key
 
 
+def test_every_agent_taken_out_of_a_batch_plans_with_its_own_alpha():
+    """Agent i's planner weighs the path entropy by agent i's alpha (not agent 0's), whichever agent is taken out."""
+    alphas = [7.0, 3.0, 0.5]
+    model = independent(alpha=alphas)
+    model.learn(3 * 20)
+    for index, alpha in enumerate(alphas):
+        agent = model.agent(index)
+        assert agent.alpha == alpha and agent.policy.alpha.item() == alpha
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

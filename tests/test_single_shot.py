@@ -23,13 +23,21 @@ SMALL: dict[str, Any] = {
 
 
 class ResetCounter(gym.Wrapper):
+    """Counts the resets and keeps the reward of every step."""
+
     def __init__(self, env: gym.Env):
         super().__init__(env)
         self.resets = 0
+        self.rewards: list[float] = []
 
     def reset(self, **kwargs):
         self.resets += 1
         return self.env.reset(**kwargs)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.rewards.append(float(reward))
+        return obs, reward, terminated, truncated, info
 
 
 @pytest.mark.parametrize("algo", sorted(SMALL))
@@ -42,6 +50,9 @@ def test_single_shot_never_resets(tmp_path, algo):
     rows = list(csv.DictReader(open(tmp_path / "windows.csv")))
     assert [int(r["timesteps"]) for r in rows] == [250, 500, 750, 1000, 1250]
     assert float(rows[-1]["window_return"]) == pytest.approx(result.window_returns[-1])
+    # each window's return is the sum of its own 250 rewards, not of every reward since the start
+    windows = [sum(env.rewards[start : start + 250]) for start in range(0, 1250, 250)]
+    assert result.window_returns == pytest.approx(windows, rel=1e-6)  # the vectorised env keeps rewards in float32
     x_start = float(rows[0]["x_position"]) - float(rows[0]["x_distance"])
     assert result.final_distance == pytest.approx(env.unwrapped.data.qpos[0] - x_start, abs=1e-6)
 

@@ -37,6 +37,8 @@ OPTIMIZERS = "sb3_maxdiff/common/optimizers.py"
 ERGODICITY = "sb3_maxdiff/common/ergodicity.py"
 NNMPPI = "sb3_maxdiff/nnmppi/nnmppi.py"
 WRAPPER = "sb3_maxdiff/wrappers/path_entropy_reward.py"
+AGENTS = "sb3_maxdiff/common/agents.py"
+SINGLE_SHOT = "sb3_maxdiff/experiments/single_shot.py"
 
 
 class Mutant(NamedTuple):
@@ -54,6 +56,7 @@ MUTANTS = [
     Mutant("stride_half", ENTROPY, "stride = max(window // 3, 1)", "stride = max(window // 2, 1)"),
     Mutant("top_eigs_smallest", ENTROPY, "eigvalsh(covariance)[..., dim - top_m :]", "eigvalsh(covariance)[..., :top_m]"),
     Mutant("bonus_half_alpha", ENTROPY, "th.where(alpha > 0, alpha * entropy,", "th.where(alpha > 0, 0.5 * alpha * entropy,"),
+    Mutant("alpha_agents_reversed", ENTROPY, "else self.alpha[:, None]", "else self.alpha.flip(0)[:, None]"),
     Mutant("history_after_path", ENTROPY, "paths = th.cat([past, paths], dim=-2)", "paths = th.cat([paths, past], dim=-2)"),
     Mutant("visited_min_age", ENTROPY, "self.size - int(self.ages.max()) :]", "self.size - int(self.ages.min()) :]"),
     Mutant("visited_no_episode_reset", ENTROPY, "            if starts.any():\n", "            if False:\n"),
@@ -98,6 +101,28 @@ MUTANTS = [
     # the model, its loss and its updates
     Mutant("rollout_no_clamp", MODELS, ".clamp_(-state_bound, state_bound)\n", "\n"),
     Mutant("rollout_absolute", MODELS, "th.add(visited[step], delta,", "th.add(visited[step] * 0, delta,"),
+    # the fused rollout: every step reads the state it reached, each network its own half of the first layer's output
+    Mutant(
+        "rollout_frozen_state",
+        MODELS,
+        "action_part[step].addmm_(visited[step].to(dtype)",
+        "action_part[step].addmm_(visited[0].to(dtype)",
+    ),
+    Mutant(
+        "batched_rollout_frozen_state",
+        MODELS,
+        "th.baddbmm(first_bias, inputs[step].to(dtype)",
+        "th.baddbmm(first_bias, inputs[0].to(dtype)",
+    ),
+    Mutant("rollout_reward_reads_dynamics", MODELS, "hidden[..., dynamics_width:]", "hidden[..., :dynamics_width]"),
+    Mutant("rollout_delta_padding", MODELS, "dynamics_outputs)[..., :obs_dim]", "dynamics_outputs)[..., -obs_dim:]"),
+    Mutant("model_forward_absolute", MODELS, "return obs + delta, run_mlp(", "return delta, run_mlp("),
+    Mutant(
+        "loss_target_current_action",
+        MODELS,
+        "self.predict_reward(next_obs, next_actions)",
+        "self.predict_reward(next_obs, actions)",
+    ),
     Mutant(
         "loss_mask_ignored",
         MODELS,
@@ -126,6 +151,32 @@ MUTANTS = [
     Mutant("buffer_done_ignored", BUFFERS, "= 1.0 - np.asarray(done, dtype=np.float32)", "= 1.0"),
     Mutant("buffer_interrupt_noop", BUFFERS, "            self.bootstrap_masks[self._newest] = 0.0\n", "            pass\n"),
     Mutant(
+        "next_action_same_row",
+        BUFFERS,
+        "self.next_actions[self._newest] =",
+        "self.next_actions[self.pos % self.buffer_size] =",
+    ),
+    Mutant(
+        "buffer_newest_sampled",
+        BUFFERS,
+        "return max((self.buffer_size if full else pos) - 1, 0)",
+        "return max(self.buffer_size if full else pos, 0)",
+    ),
+    Mutant(
+        "agents_columns_shifted",
+        BUFFERS,
+        "env_inds=np.arange(self.n_envs)[:, None]",
+        "env_inds=np.roll(np.arange(self.n_envs), 1)[:, None]",
+    ),
+    # independent agents: one agent taken out of a batch
+    Mutant("agent_copy_first_alpha", AGENTS, "else source.alpha[index])", "else source.alpha[0])"),
+    Mutant(
+        "agent_copy_moments_swapped",
+        AGENTS,
+        'model.view(name, state["exp_avg"])[index]',
+        'model.view(name, state["exp_avg_sq"])[index]',
+    ),
+    Mutant(
         "train_starts_ignored",
         NNMPPI,
         "self._last_episode_starts = np.asarray(dones, dtype=bool).copy()",
@@ -153,6 +204,13 @@ MUTANTS = [
     Mutant("coverage_per_dim", ERGODICITY, "float(bins ** path.shape[1])", "float(bins * path.shape[1])"),
     Mutant("autocorrelation_lag_0", ERGODICITY, "2.0 * rho[1:last].sum()", "2.0 * rho[:last].sum()"),
     Mutant("msd_linear_lags", ERGODICITY, "np.polyfit(np.log(lags), np.log(msd), 1)", "np.polyfit(lags, np.log(msd), 1)"),
+    # the single-shot window returns REPRODUCTION.md reports
+    Mutant(
+        "window_return_not_reset",
+        SINGLE_SHOT,
+        "self._accumulated, self._steps_in_window = 0.0, 0",
+        "self._steps_in_window = 0",
+    ),
 ]
 
 # the tests that check what is computed, fastest first (about 6 minutes on 2 cores when no mutant is caught)
@@ -171,6 +229,7 @@ TESTS = [
     "tests/test_synthesis.py",
     "tests/test_run.py",
     "tests/test_learning.py",
+    "tests/test_single_shot.py",
 ]
 
 
