@@ -39,6 +39,8 @@ NNMPPI = "sb3_maxdiff/nnmppi/nnmppi.py"
 WRAPPER = "sb3_maxdiff/wrappers/path_entropy_reward.py"
 AGENTS = "sb3_maxdiff/common/agents.py"
 SINGLE_SHOT = "sb3_maxdiff/experiments/single_shot.py"
+EXECUTION = "sb3_maxdiff/experiments/execution.py"
+OPTIONS = "sb3_maxdiff/experiments/options.py"
 
 
 class Mutant(NamedTuple):
@@ -211,6 +213,20 @@ MUTANTS = [
         "self._accumulated, self._steps_in_window = 0.0, 0",
         "self._steps_in_window = 0",
     ),
+    # the runner: the batched evaluation and the time limit
+    Mutant("batch_eval_no_episode_start", EXECUTION, "totals[row], starts[row] = 0.0, True", "totals[row] = 0.0"),
+    Mutant(
+        "batch_eval_actions_reversed",
+        EXECUTION,
+        "stepper.step([envs[row] for row in rows], actions[rows])",
+        "stepper.step([envs[row] for row in rows], actions[rows][::-1])",
+    ),
+    Mutant(
+        "deadline_ignores_episode_length",
+        OPTIONS,
+        "return self.left() < 1.5 * self.longest_gap + self.reserve()",
+        "return self.left() < self.reserve()",
+    ),
 ]
 
 # the tests that check what is computed, fastest first (about 6 minutes on 2 cores when no mutant is caught)
@@ -230,6 +246,7 @@ TESTS = [
     "tests/test_run.py",
     "tests/test_learning.py",
     "tests/test_single_shot.py",
+    "tests/test_batches_and_time_limit.py",
 ]
 
 
