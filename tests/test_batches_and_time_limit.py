@@ -7,6 +7,7 @@ import os
 import time
 from typing import Any
 
+import numpy as np
 import pytest
 from test_experiment_runner import _monitor_rows, _result
 
@@ -19,6 +20,7 @@ from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimi
 from sb3_maxdiff.experiments.runner import EXIT_TIME_LIMIT, ProgressDisplay
 from sb3_maxdiff.experiments.specs import RunSpec, build_specs, is_finished
 from sb3_maxdiff.experiments.training import training_steps_done
+from sb3_maxdiff.nnmppi.policies import MPPIPolicy
 
 
 def test_batch_cells_groups_the_cells_that_can_share_one_model():
@@ -235,6 +237,29 @@ def test_batched_evaluation_plans_each_agent_on_its_own_and_says_so(tmp_path):
     for spec in specs:
         os.remove(tmp_path / spec.relpath / "result.json")
     assert [result["evaluation"] for result in execute_group(specs, out)] == ["one agent at a time"] * 4
+
+
+def test_batched_evaluation_plans_each_episode_of_each_agent_from_a_fresh_warm_start(tmp_path, monkeypatch):
+    """
+    --batch-eval: where an agent's episode ends, its next plan starts from a zero warm start (``episode_start``), as
+    in the one-at-a-time evaluation: with two evaluation episodes, each agent's flag is up at its first step and again
+    after its first episode (and once more after its last, while the batch waits for the others' episodes to end).
+    """
+    specs, out = [RunSpec(**{**spec.to_json(), "eval_episodes": 2}) for spec in smoke_batch()], str(tmp_path)
+    execute_group(specs, out)
+    for spec in specs:
+        os.remove(tmp_path / spec.relpath / "result.json")
+    flags, predict = [], MPPIPolicy.predict
+
+    def recording(self, observation, state=None, episode_start=None, deterministic=False):
+        flags.append(np.asarray(episode_start, dtype=bool).copy())
+        return predict(self, observation, state, episode_start, deterministic)
+
+    monkeypatch.setattr(MPPIPolicy, "predict", recording)
+    execute_group(specs, out, options=ExecutionOptions(batch_eval=True))
+    starts = np.array(flags)
+    assert starts[0].all()
+    assert all(2 <= count <= 3 for count in starts.sum(axis=0)), [np.flatnonzero(row) for row in starts.T]
 
 
 def _parameters(path) -> dict[str, Any]:
