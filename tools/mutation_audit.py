@@ -229,7 +229,8 @@ MUTANTS = [
     ),
 ]
 
-# the tests that check what is computed, fastest first (about 6 minutes on 2 cores when no mutant is caught)
+# the tests that check what is computed, fastest first (the library's about 6 minutes on 2 cores when no mutant is
+# caught), then the single-shot windows and the runner's batches and time limit
 TESTS = [
     "tests/test_known_answers.py",
     "tests/test_entropy.py",
