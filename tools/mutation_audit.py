@@ -40,6 +40,8 @@ WRAPPER = "sb3_maxdiff/wrappers/path_entropy_reward.py"
 AGENTS = "sb3_maxdiff/common/agents.py"
 SINGLE_SHOT = "sb3_maxdiff/experiments/single_shot.py"
 EXECUTION = "sb3_maxdiff/experiments/execution.py"
+POINT_MASS = "sb3_maxdiff/envs/point_mass.py"
+MUJOCO = "sb3_maxdiff/envs/mujoco.py"
 OPTIONS = "sb3_maxdiff/experiments/options.py"
 
 
@@ -59,6 +61,7 @@ MUTANTS = [
     Mutant("top_eigs_smallest", ENTROPY, "eigvalsh(covariance)[..., dim - top_m :]", "eigvalsh(covariance)[..., :top_m]"),
     Mutant("bonus_half_alpha", ENTROPY, "th.where(alpha > 0, alpha * entropy,", "th.where(alpha > 0, 0.5 * alpha * entropy,"),
     Mutant("alpha_agents_reversed", ENTROPY, "else self.alpha[:, None]", "else self.alpha.flip(0)[:, None]"),
+    Mutant("window_default_size", ENTROPY, "max(horizon // 4, 2 * n_dims)", "max(horizon // 4, n_dims)"),
     Mutant("history_after_path", ENTROPY, "paths = th.cat([past, paths], dim=-2)", "paths = th.cat([paths, past], dim=-2)"),
     Mutant("visited_min_age", ENTROPY, "self.size - int(self.ages.max()) :]", "self.size - int(self.ages.min()) :]"),
     Mutant("visited_no_episode_reset", ENTROPY, "            if starts.any():\n", "            if False:\n"),
@@ -213,6 +216,13 @@ MUTANTS = [
         "self._accumulated, self._steps_in_window = 0.0, 0",
         "self._steps_in_window = 0",
     ),
+    # the paper's environments
+    Mutant("point_mass_beta_on_y", POINT_MASS, "self.beta * state[2], state[3]", "state[2], self.beta * state[3]"),
+    Mutant("point_mass_rk4_weights", POINT_MASS, "k1 + 2 * k2 + 2 * k3 + k4", "k1 + 2 * k2 + 2 * k3 + 2 * k4"),
+    Mutant("point_mass_reward_distance", POINT_MASS, "reward = -float(x**2 + y**2)", "reward = -float(x**2 + y**2) ** 0.5"),
+    Mutant("light_tail_heavy", MUJOCO, "LIGHT_TAIL_DENSITY = 100.0", "LIGHT_TAIL_DENSITY = 1000.0"),
+    # overlapped updates: the step's next action stored before the updates that sample it
+    Mutant("overlap_next_action_unset", NNMPPI, "self.replay_buffer.set_next_action(buffer_actions)", "pass"),
     # the runner: the batched evaluation and the time limit
     Mutant("batch_eval_no_episode_start", EXECUTION, "totals[row], starts[row] = 0.0, True", "totals[row] = 0.0"),
     Mutant(
@@ -230,7 +240,8 @@ MUTANTS = [
 ]
 
 # the tests that check what is computed, fastest first (the library's about 6 minutes on 2 cores when no mutant is
-# caught), then the single-shot windows and the runner's batches and time limit
+# caught), then the environments, the overlapped updates, the single-shot windows and the runner's batches and time
+# limit
 TESTS = [
     "tests/test_known_answers.py",
     "tests/test_entropy.py",
@@ -246,6 +257,9 @@ TESTS = [
     "tests/test_synthesis.py",
     "tests/test_run.py",
     "tests/test_learning.py",
+    "tests/test_envs.py",
+    "tests/test_mujoco_envs.py",
+    "tests/test_overlap_updates.py",
     "tests/test_single_shot.py",
     "tests/test_batches_and_time_limit.py",
 ]
