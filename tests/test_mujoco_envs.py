@@ -63,6 +63,19 @@ def test_light_tail_is_ten_times_lighter_and_otherwise_identical():
     assert heavy.opt.timestep == light.opt.timestep and heavy.opt.viscosity == light.opt.viscosity
 
 
+def test_the_light_tail_model_file_is_never_a_stale_one(tmp_path, monkeypatch):
+    """The cached model file is named after its content: another tail density gets its own file, not the last one."""
+    from sb3_maxdiff.envs import mujoco as paper_mujoco
+
+    light = paper_mujoco.light_tail_swimmer_xml(str(tmp_path))
+    assert paper_mujoco.light_tail_swimmer_xml(str(tmp_path)) == light  # made once, then read from the cache
+    monkeypatch.setattr(paper_mujoco, "LIGHT_TAIL_DENSITY", 500.0)
+    other = paper_mujoco.light_tail_swimmer_xml(str(tmp_path))
+    assert other != light
+    masses = [mujoco.MjModel.from_xml_path(path).body("back").mass[0] for path in (light, other)]
+    assert masses[1] == pytest.approx(5 * masses[0])
+
+
 def test_ant_reward_is_forward_velocity():
     env = gym.make(ANT)
     env.reset(seed=0)

@@ -1,5 +1,6 @@
 """The paper's MuJoCo environments on Gymnasium's v5 models."""
 
+import hashlib
 import os
 import tempfile
 import xml.etree.ElementTree as ET
@@ -23,20 +24,23 @@ def light_tail_swimmer_xml(cache_dir: str | None = None) -> str:
     """
     Absolute path of the light-tail swimmer model: Gymnasium's stock ``swimmer.xml`` with only
     the density of the tail link (body ``back``) changed from 1000 to 100. The file is derived
-    from the installed stock model (nothing of it is copied into this repository) and cached.
+    from the installed stock model (nothing of it is copied into this repository) and cached under
+    a name made from its content, so that a changed stock model or density never reads a stale file.
     """
     tree = ET.parse(stock_asset_path("swimmer.xml"))
     tail = tree.getroot().find(".//body[@name='back']/geom")
     if tail is None:
         raise RuntimeError("The stock swimmer.xml has no geom in body 'back': Gymnasium's model changed")
     tail.set("density", f"{LIGHT_TAIL_DENSITY:g}")
+    content = ET.tostring(tree.getroot())
     cache_dir = cache_dir or os.path.join(tempfile.gettempdir(), "sb3_maxdiff")
     os.makedirs(cache_dir, exist_ok=True)
-    path = os.path.join(cache_dir, f"swimmer_light_tail_{gymnasium.__version__}.xml")
+    path = os.path.join(cache_dir, f"swimmer_light_tail_{hashlib.sha256(content).hexdigest()[:16]}.xml")
     if not os.path.exists(path):
         # write then rename: parallel workers never read a half-written file
         partial = f"{path}.{os.getpid()}.tmp"
-        tree.write(partial)
+        with open(partial, "wb") as file:
+            file.write(content)
         os.replace(partial, path)
     return path
 
