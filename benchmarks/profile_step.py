@@ -53,6 +53,7 @@ def profile_part(call, calls: int, device: str) -> tuple[dict, str]:
         "host_ms": sum(e.self_cpu_time_total for e in events) / calls / 1e3,
         "gpu_busy_ms": sum(e.self_device_time_total for e in events if e.device_type.name == "CUDA") / calls / 1e3,
     }
+    table = events.table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=45)
     if cuda:  # the kernels that take the GPU's time, for work on the kernels themselves (a graph hides them from the host)
         kernels = sorted(
             (e for e in events if e.device_type.name == "CUDA"), key=lambda e: e.self_device_time_total, reverse=True
@@ -60,8 +61,6 @@ def profile_part(call, calls: int, device: str) -> tuple[dict, str]:
         figures["top_kernels"] = [
             {"kernel": e.key, "calls": e.count / calls, "gpu_ms": e.self_device_time_total / calls / 1e3} for e in kernels[:15]
         ]
-    table = events.table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=45)
-    if cuda:
         table += "\n" + events.table(sort_by="self_device_time_total", row_limit=20, max_name_column_width=60)
     return figures, table
 
