@@ -5,6 +5,7 @@ import dataclasses
 import json
 import os
 import time
+import types
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from sb3_maxdiff.experiments.__main__ import main as experiments_main
 from sb3_maxdiff.experiments.arguments import describe_time_limit, duration_seconds
 from sb3_maxdiff.experiments.batching import batch_dir, batch_kwargs, group_runs
 from sb3_maxdiff.experiments.execution import execute_group
-from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
+from sb3_maxdiff.experiments.options import Deadline, EvaluationClock, ExecutionOptions, TimeLimitReached
 from sb3_maxdiff.experiments.runner import EXIT_TIME_LIMIT, ProgressDisplay
 from sb3_maxdiff.experiments.specs import RunSpec, build_specs, is_finished
 from sb3_maxdiff.experiments.training import training_steps_done
@@ -125,6 +126,12 @@ def test_deadline_stops_where_the_next_episode_might_not_end_in_time(monkeypatch
     assert Deadline(None).left() == float("inf") and not Deadline(None).episode_ended()
     with pytest.raises(TimeLimitReached, match="the evaluation of x \\(45 s\\) would not end before it"):
         deadline.check(45.0, "the evaluation of x")
+    clock = EvaluationClock(deadline, "the evaluation of x", most_steps=None)  # no projection: only the margin
+    now[0] = 1089.0
+    clock.step()
+    now[0] = 1091.0  # 9 s left
+    with pytest.raises(TimeLimitReached, match="stopped before the time limit 2 steps into the evaluation of x"):
+        clock.step()
 
 
 def smoke_batch() -> list[RunSpec]:
@@ -178,6 +185,43 @@ def test_no_evaluation_starts_that_would_not_end_before_the_limit(tmp_path, monk
     assert [is_finished(out, spec) for spec in specs] == [True, False, False, False]
     assert all((tmp_path / spec.relpath / "model.zip").exists() for spec in specs)  # trained, saved, evaluated later
     assert training_steps_done(out, specs[1:]) == 3 * 300
+
+
+@pytest.mark.parametrize(
+    "batch_eval, what", [(True, "the batched evaluation"), (False, "the evaluation of beta=1 / maxdiff / seed 0")]
+)
+def test_an_evaluation_that_would_not_end_before_the_limit_stops_early_and_leaves_nothing_behind(
+    tmp_path, monkeypatch, straight_batch, batch_eval, what
+):
+    """
+    An evaluation is not checkpointed: it stops as soon as its rate says it would not end in time (each step takes
+    one second of a fake clock here, 100 steps per agent), and the same call with a longer limit evaluates the saved
+    models from the start, as if it had never been stopped.
+    """
+    import shutil
+
+    out = str(tmp_path / "runs")
+    shutil.copytree(straight_batch[0], out)
+    specs = smoke_batch()
+    for spec in specs:
+        os.remove(os.path.join(out, spec.relpath, "result.json"))
+    now = [1000.0]
+
+    def one_second_a_call() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    monkeypatch.setattr("sb3_maxdiff.experiments.options.time", types.SimpleNamespace(time=one_second_a_call))
+    options = ExecutionOptions(batch_eval=batch_eval, deadline=now[0] + 100.0)  # 100 steps need 100 s, plus the margin
+    with pytest.raises(TimeLimitReached, match=f"{what} would need about 8[0-9] s more \(1[5-7] of at most 100 steps"):
+        execute_group(specs, out, options=options)
+    assert now[0] < 1000.0 + 20.0  # stopped once the projection was made, not at the limit
+    assert not any(is_finished(out, spec) for spec in specs)
+    options = dataclasses.replace(options, deadline=now[0] + 4 * 100.0 + 4 * 15.0)  # time enough, one run at a time too
+    results = execute_group(specs, out, options=options)
+    if batch_eval:
+        assert [result["eval_returns"] for result in results] == [result["eval_returns"] for result in straight_batch[1]]
+    assert all(is_finished(out, spec) for spec in specs)
 
 
 def test_no_run_starts_training_in_the_last_minute_before_the_limit(tmp_path):

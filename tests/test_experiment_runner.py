@@ -443,9 +443,9 @@ def test_cuda_graph_is_an_execution_option_not_part_of_the_spec(tmp_path, monkey
     monkeypatch.setattr(NNMPPI, "learn", learn_and_record)
     evaluate, evaluated = execution._evaluate, []
 
-    def evaluate_and_record(model, spec, progress):
+    def evaluate_and_record(model, spec, progress, deadline):
         evaluated.append(model.cuda_graph)
-        return evaluate(model, spec, progress)
+        return evaluate(model, spec, progress, deadline)
 
     monkeypatch.setattr(execution, "_evaluate", evaluate_and_record)
     with warnings.catch_warnings():

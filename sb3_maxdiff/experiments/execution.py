@@ -7,7 +7,7 @@ its own folder (see :mod:`sb3_maxdiff.experiments.specs` for the files), resumin
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -21,7 +21,7 @@ from sb3_maxdiff.common.vec_env import EnvStepper
 from sb3_maxdiff.experiments.algos import get_algo
 from sb3_maxdiff.experiments.batching import batch_algo, batch_key, batch_kwargs, is_batchable
 from sb3_maxdiff.experiments.environments import make_env
-from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, StopRequest
+from sb3_maxdiff.experiments.options import Deadline, EvaluationClock, ExecutionOptions
 from sb3_maxdiff.experiments.specs import (
     BATCH_FILE,
     ERGODICITY_FILE,
@@ -59,16 +59,26 @@ def _evaluation_seed(spec: RunSpec, index: int) -> int:
     return 10_000 + 100 * spec.seed + index
 
 
-def _evaluate(model: Any, spec: RunSpec, progress: Progress) -> dict[str, list[float]]:
-    """Returns of ``spec.eval_episodes`` episodes of the final policy on each evaluation environment."""
-    returns = {}
+def _most_steps(envs: Sequence[gym.Env], episodes: int) -> int | None:
+    """At most how many steps ``episodes`` episodes on each of ``envs`` take (None where one has no episode limit)."""
+    limits = [None if env.spec is None else env.spec.max_episode_steps for env in envs]
+    return None if None in limits else episodes * sum(limit for limit in limits if limit is not None)
+
+
+def _evaluate(model: Any, spec: RunSpec, progress: Progress, deadline: Deadline) -> dict[str, list[float]]:
+    """
+    Returns of ``spec.eval_episodes`` episodes of the final policy on each evaluation environment; stopped with
+    :class:`TimeLimitReached` as soon as it would not end before the deadline (see :class:`EvaluationClock`).
+    """
+    envs = [Monitor(make_env(env_id, spec)) for env_id in spec.eval_env_ids]
+    clock = EvaluationClock(deadline, f"the evaluation of {spec.name}", _most_steps(envs, spec.eval_episodes))
 
     def each_step(*_: Any) -> None:
         progress()
-        StopRequest.raise_if_asked(f"during the evaluation of {spec.name}")
+        clock.step()
 
-    for index, env_id in enumerate(spec.eval_env_ids):
-        env = Monitor(make_env(env_id, spec))
+    returns = {}
+    for index, (env_id, env) in enumerate(zip(spec.eval_env_ids, envs)):
         env.reset(seed=_evaluation_seed(spec, index))
         model.set_random_seed(_evaluation_seed(spec, index))
         # the paper's protocol: the planner samples as in training (deterministic=True would fix its noise)
@@ -107,20 +117,26 @@ def _batch_for_evaluation(specs: list[RunSpec], out: str, options: ExecutionOpti
     return batch
 
 
-def _evaluate_batch(specs: list[RunSpec], out: str, progress: Progress, options: ExecutionOptions) -> list[dict]:
+def _evaluate_batch(
+    specs: list[RunSpec], out: str, progress: Progress, options: ExecutionOptions, deadline: Deadline
+) -> list[dict]:
     """
     The evaluation of :func:`_evaluate` for the runs of a batch at once: each run's agent on its own environment
     (reset with the same seeds, so the same starts), one batched planner call per step for all of them, the
     planner's noise from torch's global stream seeded with the first run's evaluation seed. A run whose episodes
     are done waits (its agent is still planned for, its environment not stepped) until every run is done. The
-    environments of a step are stepped in ``options.env_threads`` threads.
+    environments of a step are stepped in ``options.env_threads`` threads. Stopped with :class:`TimeLimitReached`
+    as soon as it would not end before the deadline (see :class:`EvaluationClock`).
     """
     start = time.perf_counter()
     returns: list[dict[str, list[float]]] = [{} for _ in specs]
+    env_lists = [[Monitor(make_env(env_id, spec)) for env_id in spec.eval_env_ids] for spec in specs]
+    episodes_each = max(spec.eval_episodes for spec in specs)
+    clock = EvaluationClock(deadline, "the batched evaluation", _most_steps(env_lists[0], episodes_each))
     stepper = EnvStepper(options.env_threads)
     try:
         for index in range(len(specs[0].eval_env_ids)):
-            envs = [Monitor(make_env(spec.eval_env_ids[index], spec)) for spec in specs]
+            envs = [own[index] for own in env_lists]
             batch = _batch_for_evaluation(specs, out, options, DummyVecEnv([_returning(env) for env in envs]))
             for env, spec in zip(envs, specs):
                 env.reset(seed=_evaluation_seed(spec, index))  # then a reset without a seed, as evaluate_policy does
@@ -129,7 +145,6 @@ def _evaluate_batch(specs: list[RunSpec], out: str, progress: Progress, options:
             episodes: list[list[float]] = [[] for _ in specs]
             totals, starts, state = np.zeros(len(specs)), np.ones(len(specs), dtype=bool), None
             while any(len(done) < spec.eval_episodes for done, spec in zip(episodes, specs)):
-                StopRequest.raise_if_asked("during the batched evaluation")
                 actions, state = batch.predict(obs, state=state, episode_start=starts, deterministic=False)
                 starts = np.zeros(len(specs), dtype=bool)
                 rows = [row for row, spec in enumerate(specs) if len(episodes[row]) < spec.eval_episodes]
@@ -142,6 +157,7 @@ def _evaluate_batch(specs: list[RunSpec], out: str, progress: Progress, options:
                         episodes[row].append(float(totals[row]))
                         totals[row], starts[row] = 0.0, True
                         obs[row] = envs[row].reset()[0]
+                clock.step()
             for row, spec in enumerate(specs):
                 returns[row][spec.eval_env_ids[index]] = episodes[row]
     finally:
@@ -164,7 +180,13 @@ def _trained_earlier(run_dir: str, spec: RunSpec) -> Trained:
 
 
 def _evaluate_and_write(
-    spec: RunSpec, out: str, progress: Progress, options: ExecutionOptions, trained: Trained, evaluated: dict | None = None
+    spec: RunSpec,
+    out: str,
+    progress: Progress,
+    options: ExecutionOptions,
+    deadline: Deadline,
+    trained: Trained,
+    evaluated: dict | None = None,
 ) -> dict:
     """
     Evaluate the trained run (its model in memory, else the saved one) and write its ``result.json``; ``evaluated``:
@@ -183,7 +205,7 @@ def _evaluate_and_write(
         result["ergodicity"] = ergodicity
     if evaluated is None:
         start = time.perf_counter()
-        result["eval_returns"] = _evaluate(model, spec, progress)
+        result["eval_returns"] = _evaluate(model, spec, progress, deadline)
         result.update(eval_seconds=time.perf_counter() - start, evaluation="one agent at a time")
     else:
         result.update(evaluated)
@@ -221,8 +243,8 @@ def execute_group(
     pending = [spec for spec in specs if not is_finished(out, spec)]
     evaluated: dict[int, dict] = {}
     if options.batch_eval and len(pending) > 1:
-        deadline.check(0.0, "the batched evaluation")
-        evaluated = dict(zip(map(id, pending), _evaluate_batch(pending, out, progress, options)))
+        deadline.check_start("the batched evaluation")
+        evaluated = dict(zip(map(id, pending), _evaluate_batch(pending, out, progress, options, deadline)))
     results, evaluation_seconds = [], 0.0
     for spec in specs:
         result_path = os.path.join(out, spec.relpath, RESULT_FILE)
@@ -234,7 +256,7 @@ def execute_group(
         if id(spec) not in evaluated:
             deadline.check(1.5 * evaluation_seconds, f"the evaluation of {spec.name}")
         training = trained.get(id(spec)) or _trained_earlier(os.path.join(out, spec.relpath), spec)
-        results.append(_evaluate_and_write(spec, out, progress, options, training, evaluated.get(id(spec))))
+        results.append(_evaluate_and_write(spec, out, progress, options, deadline, training, evaluated.get(id(spec))))
         evaluation_seconds = max(evaluation_seconds, results[-1]["eval_seconds"])
     return results
 

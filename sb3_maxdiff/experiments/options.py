@@ -135,3 +135,47 @@ class Deadline:
         StopRequest.raise_if_asked(f"before {what}")
         if self.left() < needed + self.MARGIN_SECONDS:
             raise TimeLimitReached(f"stopped before the time limit: {what} ({needed:.0f} s) would not end before it")
+
+
+class EvaluationClock:
+    """
+    Stops an evaluation before a time limit. An evaluation is not checkpointed (one stopped starts again from its
+    first step), so it stops as soon as it is known not to end in time: at any step once only the margin is left, and
+    once its rate so far says its remaining steps would not end before the limit. The rate is measured from its
+    second step on (the first builds the planner and, on a GPU, its CUDA graphs) and used after ``PROJECTION_SECONDS``.
+
+    :param deadline: the limit
+    :param what: the evaluation, for the messages ("the batched evaluation")
+    :param most_steps: at most how many steps the evaluation takes (episodes times the episode limit); None: unknown,
+        and only the margin is watched
+    """
+
+    PROJECTION_SECONDS = 15.0
+    AGAIN = "the models are saved, and the same command with a longer limit evaluates them"
+
+    def __init__(self, deadline: Deadline, what: str, most_steps: int | None):
+        self.deadline, self.what, self.most_steps = deadline, what, most_steps
+        self.done = 0
+        self.first_step_end = 0.0
+
+    def step(self) -> None:
+        """Note a step of the evaluation; raise :class:`TimeLimitReached` if it should stop here."""
+        StopRequest.raise_if_asked(f"during {self.what}")
+        self.done += 1
+        if self.deadline.at is None:
+            return
+        now = time.time()
+        if self.done == 1:
+            self.first_step_end = now
+        left = self.deadline.at - now
+        if left < Deadline.MARGIN_SECONDS:
+            raise TimeLimitReached(f"stopped before the time limit {self.done} steps into {self.what}: {self.AGAIN}")
+        measured = now - self.first_step_end
+        if self.most_steps is None or measured < self.PROJECTION_SECONDS:
+            return
+        needed = measured / (self.done - 1) * (self.most_steps - self.done)
+        if needed + Deadline.MARGIN_SECONDS > left:
+            raise TimeLimitReached(
+                f"stopped before the time limit: {self.what} would need about {needed:.0f} s more ({self.done} of at most "
+                f"{self.most_steps} steps done, {left:.0f} s left) and is not checkpointed: {self.AGAIN}"
+            )
