@@ -237,6 +237,13 @@ MUTANTS = [
         "return self.left() < 1.5 * self.longest_gap + self.reserve()",
         "return self.left() < self.reserve()",
     ),
+    Mutant(
+        "evaluation_clock_no_projection",
+        OPTIONS,
+        "if self.most_steps is None or measured < self.PROJECTION_SECONDS:",
+        "if True:",
+    ),
+    Mutant("batch_eval_clock_unwatched", EXECUTION, "                clock.step()\n", ""),
 ]
 
 # the tests that check what is computed, fastest first (the library's about 6 minutes on 2 cores when no mutant is
