@@ -344,6 +344,8 @@ def test_tabulate_reads_single_shot_windows_at_the_step_counts(tmp_path):
     path.write_text("\n".join(rows) + "\n")
     values = per_seed_values(str(path), [999, 2000, 2500, 3000])
     assert values["window return at 2,000"] == {"maxdiff": {0: 7.5, 1: 2.0}, "nnmppi": {0: -1.0}}
+    assert values["return so far at 2,000"] == {"maxdiff": {0: 12.5, 1: 3.0}, "nnmppi": {0: -0.5}}  # windows summed
+    assert values["return so far at 2,500"]["maxdiff"][0] == 12.5 and values["return so far at 3,000"]["maxdiff"][0] == 21.5
     assert values["x distance at 2,500"] == {"maxdiff": {0: 3.5, 1: 0.5}, "nnmppi": {0: -0.3}}  # the window ended by then
     assert values["x distance at 3,000"]["maxdiff"] == {0: 6.0, 1: 0.5}
     assert math.isnan(values["window return at 999"]["maxdiff"][0])  # no window has ended yet

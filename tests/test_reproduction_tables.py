@@ -634,3 +634,30 @@ def test_single_shot_ten_seed_reading_is_that_of_its_csvs():
     assert shown_fisher and shown_mw
     assert_pvalue_shown_as(float(fisher), shown_fisher.group(1), "Fisher")
     assert_pvalue_shown_as(mann_whitney_pvalue(distances, AUTHORS_SINGLE_SHOT_30K), shown_mw.group(1), "Mann-Whitney")
+
+
+def test_single_shot_halfcheetah_reading_is_that_of_its_csv():
+    """Per seed the return so far, the last window's return and the distance, the means, and the rule's test."""
+    steps = [10_000, 20_000, 30_000]
+    values = per_seed_values(str(REPRODUCTION / "halfcheetah_single_shot_30k.csv"), steps)
+    quantities = [f"return so far at {at:,}" for at in steps] + ["window return at 30,000", "x distance at 30,000"]
+    _, rows = table_after("| method | seed | return so far by 10k |")
+    assert len(rows) == 12
+    for method, seed, *cells in rows:
+        forward = cells.pop()
+        if seed.isdigit():
+            for quantity, shown in zip(quantities, cells, strict=True):
+                assert_shown_as(values[quantity][METHODS[method]][int(seed)], shown, f"HalfCheetah {method} seed {seed}")
+            assert forward == ("yes" if values[quantities[2]][METHODS[method]][int(seed)] > 5000 else "no"), seed
+            continue
+        key = METHODS[method.removesuffix(", mean +/- std")]
+        for quantity, cell in zip(quantities, cells, strict=True):
+            assert_mean_std_shown_as(list(values[quantity][key].values()), cell, f"HalfCheetah {method} {quantity}")
+        assert forward == f"{sum(value > 5000 for value in values[quantities[2]][key].values())} of 5"
+    maxdiff, nnmppi = (list(values[quantities[2]][key].values()) for key in ("maxdiff", "nnmppi"))
+    text = (ROOT / "REPRODUCTION.md").read_text()
+    reading = text[text.index("By the rule: the two-sided Mann-Whitney test on the return so far by 30k") :][:300]
+    shown = re.search(r"\*\*p = ([0-9.]+)\*\* \(Welch p = ([0-9.]+)", reading)
+    assert shown is not None
+    assert_pvalue_shown_as(mann_whitney_pvalue(maxdiff, nnmppi), shown.group(1), "HalfCheetah Mann-Whitney")
+    assert_pvalue_shown_as(welch_ttest(maxdiff, nnmppi).pvalue, shown.group(2), "HalfCheetah Welch")

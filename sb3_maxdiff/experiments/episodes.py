@@ -11,7 +11,8 @@ write-up can be recomputed from a file kept in the repository rather than from a
 ``export`` writes one row per training episode (its return, length, the step count at its end and, where the run
 recorded them, its ergodicity diagnostics) and per evaluation episode; for single-shot runs, one row per window
 (its return, the step count at its end, x and the distance travelled along x since the start), which ``tabulate``
-reads as the window return and distance at each step count. ``tabulate`` gives, per method, each
+reads as the last window's return, the return so far (the window returns summed) and the distance at each step
+count. ``tabulate`` gives, per method, each
 seed's last training return and running maximum over full-length episodes at the given step counts, its final
 evaluation and diagnostics, then mean +/- std over seeds (ddof 1) and Welch's and the Mann-Whitney test between
 each pair of methods; several files are read as one, and ``--by-setting`` compares each method in each setting
@@ -271,13 +272,23 @@ def per_seed_values(
 
 
 def _window_values(rows: list[dict[str, str]], steps: list[int]) -> dict[str, float]:
-    """quantity -> value of one single-shot run's windows: the last window's return and the distance by each step."""
+    """
+    quantity -> value of one single-shot run's windows: the last window's return, the return so far (every window's
+    return summed) and the distance by each step.
+    """
     ends = np.array([int(row["steps"]) for row in rows])
     at_steps = np.array(steps, dtype=int)
-    returns = value_at(ends, np.array([float(row["window_return"]) for row in rows]), at_steps)
-    distances = value_at(ends, np.array([float(row["x_distance"]) for row in rows]), at_steps)
-    values = {f"window return at {at:,}": float(value) for at, value in zip(steps, returns)}
-    return {**values, **{f"x distance at {at:,}": float(value) for at, value in zip(steps, distances)}}
+    window_returns = np.array([float(row["window_return"]) for row in rows])
+    columns = {
+        "window return": window_returns,
+        "return so far": np.cumsum(window_returns),
+        "x distance": np.array([float(row["x_distance"]) for row in rows]),
+    }
+    return {
+        f"{name} at {at:,}": float(value)
+        for name, column in columns.items()
+        for at, value in zip(steps, value_at(ends, column, at_steps))
+    }
 
 
 def _read_episode_rows(
