@@ -84,6 +84,7 @@ def assert_mean_std_shown_as(per_seed: list[float], cell: str, where: str) -> No
         ("### Result: no detectable difference from either, at 3 seeds", "alpha_auto_light_50k.csv"),
         ("Per seed (bfloat16", "swimmer_bf16_50k.csv"),
         ("Per seed (retrain", "swimmer_heavy_retrain_50k.csv"),
+        ("Per seed (seeds 5-9", "swimmer_heavy_seeds5_9_50k.csv"),
     ],
 )
 def test_swimmer_per_seed_tables_are_those_of_their_csv(marker, csv_name):
@@ -287,11 +288,27 @@ def test_swimmer_tests_are_those_of_the_csv(marker, csv_name, n_rows):
     _, rows = table_after(marker)
     assert len(rows) == n_rows
     for other, *cells in rows:
-        for quantity, cell in zip(["last episode at 50,000", EVALUATION], cells):
-            rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", cell).groups()
-            x, y = (list(values[quantity][method].values()) for method in ("maxdiff", METHODS[other]))
-            assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"MaxDiff vs {other}, {quantity}")
-            assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"MaxDiff vs {other}, {quantity} (Welch)")
+        assert_swimmer_tests_shown(values, "maxdiff", METHODS[other], cells, f"{csv_name}: MaxDiff vs {other}")
+
+
+def assert_swimmer_tests_shown(values: dict, method: str, other: str, cells: list[str], where: str) -> None:
+    """Cells "Mann-Whitney p (Welch p)" of the training return at 50k and the final evaluation, ``method`` vs ``other``."""
+    for quantity, cell in zip(["last episode at 50,000", EVALUATION], cells):
+        rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", cell).groups()
+        x, y = (list(values[quantity][key].values()) for key in (method, other))
+        assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"{where}, {quantity}")
+        assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"{where}, {quantity} (Welch)")
+
+
+def test_heavy_tail_ten_seed_tests_are_those_of_the_csvs():
+    """Seeds 5-9 alone, then pooled with the retrain's seeds 0-4: 5 against 5, then 10 against 10."""
+    halves = ["swimmer_heavy_retrain_50k.csv", "swimmer_heavy_seeds5_9_50k.csv"]
+    _, rows = table_after("| MaxDiff against, 10 seeds |")
+    assert [row[0] for row in rows] == ["NN-MPPI, seeds 5-9 (5 against 5)", "NN-MPPI, seeds 0-9 (10 against 10)"]
+    for (label, *cells), names in zip(rows, [halves[1:], halves]):
+        values = merged_values(names, [50_000])
+        assert all(len(values[EVALUATION][key]) == 5 * len(names) for key in ("maxdiff", "nnmppi"))
+        assert_swimmer_tests_shown(values, "maxdiff", "nnmppi", cells[:2], label)
 
 
 def test_bfloat16_against_float32_table_is_that_of_its_csvs():
