@@ -389,9 +389,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         type=duration_seconds,
         default=None,
         help="stop before this much time has passed (minutes, or e.g. 2h, 1h30m, 45m): training writes a checkpoint "
-        "and an evaluation (not checkpointed) stops as soon as it would not end in time; exit status 3 says runs are left, and the same command "
-        "resumes them (for cluster jobs and lent GPUs). SIGTERM or Ctrl-C stops the runs the same way, at their next "
-        "step",
+        "and an evaluation (not checkpointed) stops as soon as it would not end in time; exit status 3 says runs "
+        "are left, and the same command resumes them (for cluster jobs and lent GPUs). SIGTERM or Ctrl-C stops the "
+        "runs the same way, at their next step",
     )
     parser.add_argument("--list", action="store_true", help="print the runs and whether they are finished, and stop")
     args = parser.parse_args(argv)
