@@ -294,7 +294,9 @@ def test_swimmer_tests_are_those_of_the_csv(marker, csv_name, n_rows):
 def assert_swimmer_tests_shown(values: dict, method: str, other: str, cells: list[str], where: str) -> None:
     """Cells "Mann-Whitney p (Welch p)" of the training return at 50k and the final evaluation, ``method`` vs ``other``."""
     for quantity, cell in zip(["last episode at 50,000", EVALUATION], cells):
-        rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", cell).groups()
+        shown = re.match(r"([\d.]+) \(([\d.]+)\)", cell)
+        assert shown is not None, f"{where}: {cell!r} is not 'Mann-Whitney p (Welch p)'"
+        rank, welch = shown.groups()
         x, y = (list(values[quantity][key].values()) for key in (method, other))
         assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"{where}, {quantity}")
         assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"{where}, {quantity} (Welch)")
