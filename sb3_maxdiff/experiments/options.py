@@ -126,15 +126,17 @@ class Deadline:
 
     def check_start(self, what: str) -> None:
         """Raise :class:`TimeLimitReached` unless there is time to start ``what`` and get something done before the limit."""
-        StopRequest.raise_if_asked(f"before {what}")
-        if self.left() < self.START_SECONDS + self.MARGIN_SECONDS:
-            raise TimeLimitReached(f"stopped before the time limit: less than {self.START_SECONDS:.0f} s left to start {what}")
+        self._require(self.START_SECONDS, what, f"less than {self.START_SECONDS:.0f} s left to start {what}")
 
     def check(self, needed: float, what: str) -> None:
         """Raise :class:`TimeLimitReached` unless ``needed`` seconds are left for ``what``."""
+        self._require(needed, what, f"{what} ({needed:.0f} s) would not end before it")
+
+    def _require(self, needed: float, what: str, shortfall: str) -> None:
+        """Raise on a signal's stop request, or with ``shortfall`` unless ``needed`` seconds and the margin are left."""
         StopRequest.raise_if_asked(f"before {what}")
         if self.left() < needed + self.MARGIN_SECONDS:
-            raise TimeLimitReached(f"stopped before the time limit: {what} ({needed:.0f} s) would not end before it")
+            raise TimeLimitReached(f"stopped before the time limit: {shortfall}")
 
 
 class EvaluationClock:
