@@ -1,20 +1,21 @@
 """
-MaxDiff RL vs NN-MPPI on the heavy-tail Swimmer, where MaxDiff pulls ahead in one of two 5-seed runs.
+MaxDiff RL vs NN-MPPI on the heavy-tail Swimmer, where MaxDiff pulls ahead at 10 seeds per method.
 
-REPRODUCTION.md has two runs of the same comparison, 5 seeds per method and 50,000 steps each: run 1 (on a CPU,
+REPRODUCTION.md has three runs of the same comparison, 5 seeds per method and 50,000 steps each: run 1 (on a CPU,
 2026-11-25, ``docs/reproduction/swimmer_heavy_50k.csv``), where every MaxDiff seed ended above every NN-MPPI seed,
-and run 2 (on a GPU, 2026-11-27, ``swimmer_heavy_retrain_50k.csv``), where four MaxDiff seeds of five did. The
-kept agents are seed 0 of run 1 (``examples/models/``, the first seed rather than the best) and every seed of run 2
-(``docs/reproduction/models/``). The demo
+run 2 (seeds 0-4 on a GPU, 2026-11-27, ``swimmer_heavy_retrain_50k.csv``) and run 3 (seeds 5-9 on a CPU, 2026-11-28,
+``swimmer_heavy_seeds5_9_50k.csv``), where four MaxDiff seeds of five did, and runs 2 and 3 read together as 10
+seeds per method, as fixed before run 3 started. The kept agents are seed 0 of run 1 (``examples/models/``, the
+first seed rather than the best) and every seed of run 2 (``docs/reproduction/models/``). The demo
 
-1. reads both runs from their per-episode CSVs and tests each (two-sided Mann-Whitney on the per-seed training
-   return at 50k steps and final evaluation);
+1. reads the runs from their per-episode CSVs and tests each, and runs 2 and 3 together (two-sided Mann-Whitney on
+   the per-seed training return at 50k steps and final evaluation);
 2. runs one episode of each kept agent from the same start;
 3. trains a MaxDiff agent live on the point mass with beta = 0.01 (the paper's hard point-mass setting and its
    published settings, ``MaxDiffMPPI(...).learn`` with a progress bar): the main job of the package running on your
    machine, short enough for a demo (a swimmer needs tens of thousands of steps);
 
-and saves a figure with the tips' (x, y) paths, the training curves of every seed of both runs with the paper's
+and saves a figure with the tips' (x, y) paths, the training curves of every seed of the three runs with the paper's
 points and the tests, the point mass's paths as it learned, and a filmstrip of each method's first kept swimmer
 (MuJoCo's offscreen frames from the tracking camera where a renderer is available, the bodies' positions drawn
 otherwise)::
@@ -60,12 +61,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPRODUCTION = os.path.join(HERE, "..", "docs", "reproduction")
 ALGOS: dict[str, type[NNMPPI]] = {"MaxDiff": MaxDiffMPPI, "NN-MPPI": NNMPPI}
 CSV_METHODS = {"maxdiff": "MaxDiff", "nnmppi": "NN-MPPI"}
-# the two 5-seed runs of the comparison: name -> (per-episode CSV, line style of its curves)
+# the three 5-seed runs of the comparison: name -> (per-episode CSV, line style of its curves)
 RUNS = {
     "run 1 (CPU, 2026-11-25)": (os.path.join(REPRODUCTION, "swimmer_heavy_50k.csv"), "-"),
     "run 2 (GPU, 2026-11-27)": (os.path.join(REPRODUCTION, "swimmer_heavy_retrain_50k.csv"), "--"),
+    "run 3 (CPU, 2026-11-28)": (os.path.join(REPRODUCTION, "swimmer_heavy_seeds5_9_50k.csv"), ":"),
 }
-RUN_1, RUN_2 = RUNS
+RUN_1, RUN_2, RUN_3 = RUNS
+# runs read together (their seeds differ): name -> runs
+POOLED = {"runs 2 and 3 (seeds 0-9)": (RUN_2, RUN_3)}
 # the kept agents of each method, each run for one episode: (its run, its seed, model file)
 MODELS = {
     name: [
@@ -138,19 +142,39 @@ def run_kept_agents(steps: int, seed: int, frames_at: list[int], render: bool, j
     return dict(episodes)
 
 
-def test_from_csv(path: str, steps: int = 50_000) -> dict[str, dict[str, Any]]:
+def test_from_csv(*paths: str, steps: int = 50_000) -> dict[str, dict[str, Any]]:
     """
-    Per quantity (training return at ``steps``, final evaluation): each method's per-seed values and the two-sided
-    Mann-Whitney p of MaxDiff against NN-MPPI.
+    Per quantity (training return at ``steps``, final evaluation): each method's per-seed values over the seeds of
+    every file in ``paths`` (their seeds must differ) and the two-sided Mann-Whitney p of MaxDiff against NN-MPPI.
     """
-    values = per_seed_values(path, [steps])
     quantities = {f"training return at {steps:,}": f"last episode at {steps:,}", "final evaluation": None}
+    per_seed: dict[str, dict[str, dict[int, float]]] = {label: {name: {} for name in ALGOS} for label in quantities}
+    for path in paths:
+        values = per_seed_values(path, [steps])
+        for label, key in quantities.items():
+            key = key or next(name for name in values if name.startswith("final evaluation"))
+            for method, name in CSV_METHODS.items():
+                seeds = values[key][method]
+                if set(seeds) & set(per_seed[label][name]):
+                    raise ValueError(f"{path} repeats seeds {sorted(set(seeds) & set(per_seed[label][name]))} of {name}")
+                per_seed[label][name].update(seeds)
     found = {}
-    for label, key in quantities.items():
-        key = key or next(name for name in values if name.startswith("final evaluation"))
-        per_seed = {CSV_METHODS[method]: list(values[key][method].values()) for method in CSV_METHODS}
-        found[label] = {**per_seed, "p": mann_whitney_pvalue(per_seed["MaxDiff"], per_seed["NN-MPPI"])}
+    for label, by_method in per_seed.items():
+        lists = {name: list(seeds.values()) for name, seeds in by_method.items()}
+        found[label] = {**lists, "p": mann_whitney_pvalue(lists["MaxDiff"], lists["NN-MPPI"])}
     return found
+
+
+def test_runs() -> dict[str, dict[str, dict[str, Any]]]:
+    """Each run whose CSV is here, tested alone, then each pooled set of runs whose CSVs are all here."""
+    tests = {run: test_from_csv(path) for run, (path, _) in RUNS.items() if os.path.exists(path)}
+    for run, (path, _) in RUNS.items():
+        if run not in tests:
+            print(f"{run}: {path} not found, not tested")
+    for name, runs in POOLED.items():
+        if all(run in tests for run in runs):
+            tests[name] = test_from_csv(*(RUNS[run][0] for run in runs))
+    return tests
 
 
 def train_live(steps: int, seed: int) -> dict[str, Any]:
@@ -216,26 +240,30 @@ def renderer_works() -> bool:
 def test_lines(tests: dict[str, dict[str, dict[str, Any]]], compact: bool = False) -> list[str]:
     """
     One line per run and tested quantity: mean +/- std (ddof 1) of each method over its seeds, and the p value.
-    ``tests``: run -> quantity -> what :func:`test_from_csv` found; ``compact``: short lines for the figure.
+    ``tests``: run -> quantity -> what :func:`test_from_csv` found; ``compact``: one short line per run, the means
+    and p of each quantity, for the figure.
     """
     lines = []
     for run, test in tests.items():
+        if compact:
+            parts = [
+                f"{label.replace('training return ', '')} {np.mean(found['MaxDiff']):.1f} vs "
+                f"{np.mean(found['NN-MPPI']):.1f}, p = {found['p']:.3f}"
+                for label, found in test.items()
+            ]
+            lines.append(f"{short(run)}: {'; '.join(parts)}")
+            continue
         for label, found in test.items():
             summaries = [
                 f"{name} {np.mean(found[name]):.1f} +/- {np.std(found[name], ddof=1):.1f}" for name in ("MaxDiff", "NN-MPPI")
             ]
-            if compact:
-                lines.append(f"{short(run)}, {label}: {' vs '.join(summaries)}, p = {found['p']:.3f}")
-            else:
-                seeds = len(found["MaxDiff"])
-                lines.append(
-                    f"{run}, {label}, {seeds} seeds each: {' vs '.join(summaries)}, Mann-Whitney p = {found['p']:.3f}"
-                )
+            seeds = len(found["MaxDiff"])
+            lines.append(f"{run}, {label}, {seeds} seeds each: {' vs '.join(summaries)}, Mann-Whitney p = {found['p']:.3f}")
     return lines
 
 
 def short(run: str) -> str:
-    """ "run 1" of "run 1 (CPU, 2026-11-25)"."""
+    """ "run 1" of "run 1 (CPU, 2026-11-25)", "runs 2 and 3" of "runs 2 and 3 (seeds 0-9)"."""
     return run.split(" (")[0]
 
 
@@ -286,7 +314,9 @@ def draw(
             curves.scatter(steps, means, color=COLORS[name], marker="x", s=70, zorder=3, label=f"{name}, paper (mean)")
         curves.set(xlabel="environment steps", ylabel="training episode return")
         curves.set_title(
-            "training, every seed of both runs (Mann-Whitney)\n" + "\n".join(test_lines(tests, compact=True)), fontsize=7
+            "training, every seed of the three runs; MaxDiff vs NN-MPPI means (Mann-Whitney)\n"
+            + "\n".join(test_lines(tests, compact=True)),
+            fontsize=7,
         )
         curves.legend(fontsize=7)
     else:
@@ -332,10 +362,7 @@ def main() -> None:
         )
     th.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
-    tests = {run: test_from_csv(path) for run, (path, _) in RUNS.items() if os.path.exists(path)}
-    for run, (path, _) in RUNS.items():
-        if run not in tests:
-            print(f"{run}: {path} not found, not tested")
+    tests = test_runs()
     for line in test_lines(tests):
         print(line)
     rendered = not args.no_render and renderer_works()

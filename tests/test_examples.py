@@ -1,4 +1,6 @@
+import importlib.util
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -53,8 +55,9 @@ def test_quickstart(tmp_path):
 @pytest.mark.slow
 def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path):
     """
-    The kept swimmers (seed 0 of run 1, seeds 0-4 of run 2, per method) load and plan, both 5-seed runs are tested
-    from their CSVs, a MaxDiff agent trains live on the point mass; the figure and summary are written.
+    The kept swimmers (seed 0 of run 1, seeds 0-4 of run 2, per method) load and plan, the three 5-seed runs and
+    runs 2 and 3 together are tested from their CSVs, a MaxDiff agent trains live on the point mass; the figure and
+    summary are written.
     """
     options = ["--steps", "6", "--frames", "2", "--no-render", "--train-steps", "30", "--out", str(tmp_path)]
     printed = subprocess.run(
@@ -74,15 +77,40 @@ def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path):
     # the live training: the point mass with beta = 0.01; no 1000-step episode finished in 30 steps
     assert summary["live"] == {"env": "sb3_maxdiff/PointMassUnbounded-beta0_01-v0", "steps": 30, "returns": []}
     assert "MaxDiff trained here on the point mass (beta = 0.01) for 30 steps: episode returns none finished" in printed
-    run_1, run_2 = summary["tests"].values()
-    # run 1: every MaxDiff seed above every NN-MPPI seed on both quantities, 5 against 5; run 2: four of five
-    for test, p in ((run_1, 0.0079), (run_2, 0.1508)):
-        for found in test.values():
-            assert len(found["MaxDiff"]) == len(found["NN-MPPI"]) == 5 and round(found["p"], 4) == p
+    assert list(summary["tests"]) == [
+        "run 1 (CPU, 2026-11-25)",
+        "run 2 (GPU, 2026-11-27)",
+        "run 3 (CPU, 2026-11-28)",
+        "runs 2 and 3 (seeds 0-9)",
+    ]
+    # run 1: every MaxDiff seed above every NN-MPPI seed on both quantities, 5 against 5; runs 2 and 3: four of five;
+    # runs 2 and 3 together: 10 against 10, seeds 0-9 once each
+    expected = [(5, 0.0079, 0.0079), (5, 0.1508, 0.1508), (5, 0.0952, 0.0952), (10, 0.0173, 0.0211)]
+    for test, (seeds, p_training, p_evaluation) in zip(summary["tests"].values(), expected):
+        training, evaluation = test.values()
+        assert all(len(found["MaxDiff"]) == len(found["NN-MPPI"]) == seeds for found in (training, evaluation))
+        assert (round(training["p"], 4), round(evaluation["p"], 4)) == (p_training, p_evaluation)
     assert (
         "run 1 (CPU, 2026-11-25), training return at 50,000, 5 seeds each: MaxDiff 102.7 +/- 29.7 vs NN-MPPI 25.9" in printed
     )
     assert "run 2 (GPU, 2026-11-27), training return at 50,000, 5 seeds each: MaxDiff 76.0 +/- 43.7 vs NN-MPPI 27.2" in printed
+    assert "run 3 (CPU, 2026-11-28), training return at 50,000, 5 seeds each: MaxDiff 62.2 +/- 35.1 vs NN-MPPI 19.4" in printed
+    assert (
+        "runs 2 and 3 (seeds 0-9), final evaluation, 10 seeds each: MaxDiff 76.9 +/- 34.0 vs NN-MPPI 26.7 +/- 6.9, "
+        "Mann-Whitney p = 0.021" in printed
+    )
+
+
+def test_the_swimmer_demo_refuses_to_pool_runs_that_share_a_seed(monkeypatch):
+    """Pooling two files that hold the same seed would count it twice: the demo's test says which seeds repeat."""
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # the demo picks MuJoCo's renderer on import
+    spec = importlib.util.spec_from_file_location("demo_swimmer", ROOT / "examples" / "demo_swimmer.py")
+    assert spec is not None and spec.loader is not None
+    demo_swimmer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo_swimmer)
+    path = demo_swimmer.RUNS[demo_swimmer.RUN_2][0]
+    with pytest.raises(ValueError, match=r"repeats seeds \[0, 1, 2, 3, 4\] of MaxDiff"):
+        demo_swimmer.test_from_csv(path, path)
 
 
 def test_kept_swimmer_agents_are_the_runs_final_models():
