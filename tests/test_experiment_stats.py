@@ -352,3 +352,57 @@ def test_tabulate_reads_single_shot_windows_at_the_step_counts(tmp_path):
     text = "\n".join(tabulate(str(path), [3000]))
     assert "### x distance at 3,000" in text and "| 1 | 0.5 | nan |" in text and "3.25 +/- 3.89 (n = 2)" in text
     assert "| mean +/- std | 3.25 +/- 3.89 (n = 2) | -0.3 (n = 1) |" in text  # one seed: no spread, no nan
+
+
+def _fake_finished_run(root, seed: int, first_return: float) -> None:
+    """A finished point-mass run of ``seed`` under ``root``: its spec and two 1000-step training episodes."""
+    from sb3_maxdiff.experiments.specs import build_specs
+
+    spec = build_specs("point-mass-beta", "reduced", [seed], settings=["beta=0.001"], methods=["maxdiff"])[0]
+    run_dir = root / spec.relpath
+    run_dir.mkdir(parents=True)
+    (run_dir / "result.json").write_text(json.dumps({"spec": spec.to_json()}))
+    lines = [f"#{json.dumps({'t_start': 0.0, 'env_id': spec.env_id})}", "r,l,t"]
+    lines += [f"{first_return},1000,0.0", f"{first_return + 1.0},1000,0.0"]
+    (run_dir / "monitor.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_export_merge_keeps_the_rows_of_runs_the_folder_no_longer_holds(tmp_path, capsys):
+    """
+    ``--merge``: the rows already in the file of runs the results folder lacks stay as they were (a folder lost after
+    they were exported); the runs the folder holds replace theirs; without it the file holds the folder's runs alone.
+    """
+    import csv
+
+    from sb3_maxdiff.experiments.__main__ import main as experiments_main
+
+    lost, kept, out = tmp_path / "lost", tmp_path / "kept", str(tmp_path / "episodes.csv")
+    for seed, first_return in ((0, -100.0), (1, -200.0)):
+        _fake_finished_run(lost, seed, first_return)
+    for seed, first_return in ((1, -300.0), (2, -400.0)):
+        _fake_finished_run(kept, seed, first_return)
+
+    def returns_by_seed() -> dict[int, list[float]]:
+        found: dict[int, list[float]] = {}
+        with open(out) as file:
+            for row in csv.DictReader(file):
+                found.setdefault(int(row["seed"]), []).append(float(row["return"]))
+        return found
+
+    assert experiments_main(["export", str(lost), "--out", out]) == 0
+    assert returns_by_seed() == {0: [-100.0, -99.0], 1: [-200.0, -199.0]}
+    assert experiments_main(["export", str(kept), "--out", out, "--merge"]) == 0
+    assert "6 rows written" in capsys.readouterr().out
+    assert returns_by_seed() == {0: [-100.0, -99.0], 1: [-300.0, -299.0], 2: [-400.0, -399.0]}
+    assert experiments_main(["export", str(kept), "--out", out]) == 0
+    assert returns_by_seed() == {1: [-300.0, -299.0], 2: [-400.0, -399.0]}
+    # a file of other columns (single-shot windows, a foreign table) is neither merged into nor overwritten
+    foreign = "setting,method,seed,window\nbeta=0.001,maxdiff,0,1\n"
+    with open(out, "w") as file:
+        file.write(foreign)
+    with pytest.raises(SystemExit):
+        experiments_main(["export", str(kept), "--out", out, "--merge"])
+    error = capsys.readouterr().err
+    assert "--merge needs" in error and "it has ['setting', 'method', 'seed', 'window']" in error
+    with open(out) as file:
+        assert file.read() == foreign

@@ -158,12 +158,15 @@ def export_episodes(
     settings: list[str] | None = None,
     seeds: list[int] | None = None,
     models: str | None = None,
+    merge: bool = False,
 ) -> int:
     """
     Write the episodes of the runs under ``root`` (one preset and budget; only the given settings and seeds where
     these are given) to ``path``, or the windows of single-shot runs (one kind at a time); returns the number of rows.
 
     :param models: also keep the runs' final models under this prefix (see :func:`keep_final_models`)
+    :param merge: keep the rows already in ``path`` of the runs (setting, method, seed) that ``root`` does not hold,
+        e.g. runs exported from a results folder since lost, and write those of ``root`` in place of the rest
     """
     groups = select_runs(root, preset, budget)
     if not groups:
@@ -192,6 +195,8 @@ def export_episodes(
         rows, columns = [row for run in runs for row in run_window_rows(root, run)], WINDOW_COLUMNS
     else:
         rows, columns = [row for run in runs for row in run_episode_rows(root, run)], EPISODE_COLUMNS
+    if merge and os.path.exists(path):
+        rows = _merged_rows(path, columns, rows)
     with open(path, "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=columns, restval="")
         writer.writeheader()
@@ -199,6 +204,25 @@ def export_episodes(
     if models is not None:
         keep_final_models(root, runs, models)
     return len(rows)
+
+
+def _run_key(row: dict[str, Any]) -> tuple[str, str, int]:
+    return str(row["setting"]), str(row["method"]), int(row["seed"])
+
+
+def _merged_rows(path: str, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of ``path`` of the runs that ``rows`` do not hold, and ``rows``, in the order of (setting, method, seed)."""
+    with open(path, newline="") as file:
+        reader = csv.DictReader(file)
+        if tuple(reader.fieldnames or ()) != columns:
+            raise ValueError(
+                f"--merge needs {path} to have the columns this export writes, {list(columns)}; it has "
+                f"{list(reader.fieldnames or ())}"
+            )
+        kept = [row for row in reader]
+    exported = {_run_key(row) for row in rows}
+    merged = [row for row in kept if _run_key(row) not in exported] + rows
+    return sorted(merged, key=_run_key)  # stable: each run's rows keep their order
 
 
 def _float(text: str | None) -> float:
@@ -440,9 +464,17 @@ def export_main(argv: list[str] | None = None, prog: str | None = None) -> int:
         metavar="PREFIX",
         help="also keep each run's final model as PREFIX_<method>_seed<i>.zip, without its optimizer's moments",
     )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the rows already in --out of runs the results folder does not hold (e.g. exported from a folder "
+        "since lost); the runs it holds are written anew",
+    )
     args = parser.parse_args(argv)
     try:
-        count = export_episodes(args.results, args.out, args.budget, args.preset, args.settings, args.seeds, args.models)
+        count = export_episodes(
+            args.results, args.out, args.budget, args.preset, args.settings, args.seeds, args.models, args.merge
+        )
     except ValueError as error:
         parser.error(str(error))
     print(f"{count} rows written to {args.out}" + (f"; final models kept as {args.models}_*.zip" if args.models else ""))
