@@ -2,6 +2,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -101,16 +102,19 @@ def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path):
     )
 
 
-def test_the_swimmer_demo_refuses_to_pool_runs_that_share_a_seed(monkeypatch):
-    """Pooling two files that hold the same seed would count it twice: the demo's test says which seeds repeat."""
+def test_the_swimmer_demo_refuses_to_pool_runs_that_share_a_seed(monkeypatch, tmp_path):
+    """Pooling two files that hold the same seed would mix two runs: the demo's test names the seed and both files."""
     monkeypatch.setattr(os, "environ", dict(os.environ))  # the demo picks MuJoCo's renderer on import
     spec = importlib.util.spec_from_file_location("demo_swimmer", ROOT / "examples" / "demo_swimmer.py")
     assert spec is not None and spec.loader is not None
     demo_swimmer = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(demo_swimmer)
     path = demo_swimmer.RUNS[demo_swimmer.RUN_2][0]
-    with pytest.raises(ValueError, match=r"repeats seeds \[0, 1, 2, 3, 4\] of MaxDiff"):
-        demo_swimmer.test_from_csv(path, path)
+    copy = shutil.copy(path, tmp_path / "same_seeds.csv")
+    with pytest.raises(ValueError, match=r"seed 0 of MaxDiff is in both .*retrain_50k.csv and .*same_seeds.csv"):
+        demo_swimmer.test_from_csv(path, str(copy))
+    pooled = demo_swimmer.test_from_csv(path, demo_swimmer.RUNS[demo_swimmer.RUN_3][0])
+    assert [len(pooled["final evaluation"][name]) for name in ("MaxDiff", "NN-MPPI")] == [10, 10]
 
 
 def test_kept_swimmer_agents_are_the_runs_final_models():

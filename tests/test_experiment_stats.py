@@ -1,5 +1,6 @@
 import json
 import math
+import os
 import re
 
 import numpy as np
@@ -288,6 +289,10 @@ def test_tabulate_compares_a_method_across_settings_of_several_files(tmp_path, c
     (tmp_path / "plain.csv").write_text("method,seed,steps,return\nmaxdiff,0,1000,1\n")
     with pytest.raises(ValueError, match="no setting column"):
         per_seed_values(str(tmp_path / "plain.csv"), [1000], by_setting=True)
+    # a file given twice, however spelled, would count its runs twice even grouped by setting
+    again = os.path.join(str(tmp_path), ".", "heavy.csv")
+    with pytest.raises(ValueError, match=r"heavy.csv given more than once"):
+        per_seed_values([*paths, again], [1000], by_setting=True)
 
 
 def test_window_mean_averages_the_last_episodes_finished_by_the_step(tmp_path, capsys):

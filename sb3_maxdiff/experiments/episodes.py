@@ -257,11 +257,12 @@ def per_seed_values(
     if absent). The episodes that count for the running maximum are those ``export`` marked as full-length, or
     with ``full_length`` (or in a file without the mark) those of ``full_length`` (1000) steps or more. A group is a
     method, or with ``by_setting`` a method in one setting (``"maxdiff@alpha=10"``; see :func:`group_label`). A (group, seed)
-    found in two files is refused: the files would mix two runs. With ``window``, also the mean return of the last
-    ``window`` training episodes finished by each step count (the paper's training curves read that way, over 5).
-    A file that ``transfer --csv`` wrote gives, per environment it evaluated on, "evaluation on <env> (mean per
-    seed)" for each (algorithm, seed); a file of single-shot windows (``export`` of single-shot runs) gives the return
-    of the last window finished by each step count and the distance travelled along x by then.
+    found in two files is refused (the files would mix two runs), as is a file given twice (its runs would count twice).
+    With ``window``, also the mean return of the last ``window`` training episodes finished by each step count (the
+    paper's training curves read that way, over 5). A file that ``transfer --csv`` wrote gives, per environment it
+    evaluated on, "evaluation on <env> (mean per seed)" for each (algorithm, seed); a file of single-shot windows
+    (``export`` of single-shot runs) gives the return of the last window finished by each step count and the distance
+    travelled along x by then.
     """
     if window is not None and window < 1:
         raise ValueError(f"window must be a positive number of episodes, got {window}")
@@ -270,7 +271,12 @@ def per_seed_values(
     transferred: dict[str, dict[tuple[str, int], list[float]]] = defaultdict(lambda: defaultdict(list))
     windows: dict[tuple[str, int], list[dict[str, str]]] = defaultdict(list)
     source: dict[tuple[str, int], str] = {}
-    for path in [paths] if isinstance(paths, str) else paths:
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    real = [os.path.realpath(path) for path in paths]
+    repeated = sorted({path for path, resolved in zip(paths, real) if real.count(resolved) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(repeated)} given more than once: its runs would be counted twice")
+    for path in paths:
         with open(path) as file:
             reader = csv.DictReader(file)
             if tuple(reader.fieldnames or ()) == TRANSFER_FIELDS:
