@@ -70,6 +70,7 @@ def test_summarize_and_format():
     assert (summary.mean, summary.std, summary.n) == (2.0, math.sqrt(2.0), 2)  # the sample std, ddof 1
     assert math.isnan(summarize([]).mean) and math.isnan(summarize([4.0]).std) and summarize([4.0]).mean == 4.0
     assert format_pvalue(0.0004) == "<0.001"
+    assert format_pvalue(0.001) == "0.001" and format_pvalue(0.00786) == "0.00786"  # at and above the threshold
     assert format_pvalue(0.01234) == "0.0123"
     assert format_pvalue(math.nan) == "n/a"
 

@@ -21,7 +21,7 @@ def test_every_mutant_changes_one_place_of_the_code_as_it_is(audit):
         text = (ROOT / mutant.path).read_text()
         assert text.count(mutant.old) == 1, mutant.name
         assert mutant.new != mutant.old
-    assert all((ROOT / path).exists() for path in audit.TESTS)
+    assert all((ROOT / path).exists() for path in audit.TESTS + audit.ANALYSIS_TESTS)
 
 
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="the audit copies the committed tree of the git repository")

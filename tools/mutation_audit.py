@@ -43,6 +43,9 @@ EXECUTION = "sb3_maxdiff/experiments/execution.py"
 POINT_MASS = "sb3_maxdiff/envs/point_mass.py"
 MUJOCO = "sb3_maxdiff/envs/mujoco.py"
 OPTIONS = "sb3_maxdiff/experiments/options.py"
+STATS = "sb3_maxdiff/experiments/stats.py"
+RESULTS = "sb3_maxdiff/experiments/results.py"
+EPISODES = "sb3_maxdiff/experiments/episodes.py"
 
 
 class Mutant(NamedTuple):
@@ -244,7 +247,32 @@ MUTANTS = [
         "if True:",
     ),
     Mutant("batch_eval_clock_unwatched", EXECUTION, "                clock.step()\n", ""),
-]
+    # the statistics and the readers that turn finished runs into the published tables and p-values
+    Mutant("welch_pooled_dof", STATS, "dof = (var_x + var_y) ** 2 / (var_x**2 / (x.size - 1) + var_y**2 / (y.size - 1))",
+           "dof = x.size + y.size - 2"),
+    Mutant("welch_one_sided", STATS, "pvalue = 2.0 * special.stdtr(", "pvalue = 1.0 * special.stdtr("),
+    Mutant("mann_whitney_one_sided", STATS, 'stats.mannwhitneyu(x, y, alternative="two-sided")',
+           'stats.mannwhitneyu(x, y, alternative="less")'),
+    Mutant("summary_population_std", STATS, "array.std(ddof=STD_DDOF)", "array.std()"),
+    Mutant("curve_mean_counts_missing_seeds", STATS, "np.nansum(values, axis=0) / count",
+           "np.nansum(values, axis=0) / len(values)"),
+    Mutant("comparison_keeps_nan", STATS, "[value for value in side if not math.isnan(value)] for side in (a, b)",
+           "[value for value in side] for side in (a, b)"),
+    Mutant("pvalue_threshold", STATS, '"<0.001" if pvalue < 1e-3', '"<0.001" if pvalue < 1e-2'),
+    Mutant("value_at_excludes_the_step", RESULTS, 'np.searchsorted(steps, at, side="right") - 1',
+           'np.searchsorted(steps, at, side="left") - 1'),
+    Mutant("running_max_counts_short_episodes", RESULTS, "np.where(eligible, values, -np.inf)", "values.copy()"),
+    Mutant("window_mean_one_more", RESULTS, "max(0, finished - window)", "max(0, finished - window - 1)"),
+    Mutant("episode_ends_ignore_resumes", RESULTS, 'resume["agent_timesteps"] - (ends[kept - 1] if kept else 0)', "0"),
+    Mutant("a_file_given_twice_counts_twice", EPISODES, "    if repeated:\n", "    if False:\n"),
+    Mutant("a_seed_in_two_files_is_mixed", EPISODES, "if source.setdefault(key, path) != path:",
+           "if source.setdefault(key, path) != path and False:"),
+    Mutant("evaluation_median_not_mean", EPISODES, "float(np.mean(evaluations[(method, seed)]))",
+           "float(np.median(evaluations[(method, seed)]))"),
+    Mutant("return_so_far_is_last_window", EPISODES, '"return so far": np.cumsum(window_returns)',
+           '"return so far": window_returns'),
+    Mutant("merge_keeps_stale_rows", EPISODES, "if _run_key(row) not in exported]", "]"),
+]  # fmt: skip
 
 # the tests that check what is computed, fastest first (the library's about 6 minutes on 2 cores when no mutant is
 # caught), then the environments, the overlapped updates, the single-shot windows and the runner's batches and time
@@ -270,6 +298,17 @@ TESTS = [
     "tests/test_single_shot.py",
     "tests/test_batches_and_time_limit.py",
 ]
+# the tests of the statistics and readers; they run first for a mutant of these files (and last for the others)
+ANALYSIS_FILES = (STATS, RESULTS, EPISODES)
+ANALYSIS_TESTS = [
+    "tests/test_experiment_stats.py",
+    "tests/test_reproduction_tables.py",
+]
+
+
+def tests_for(mutant: Mutant) -> list[str]:
+    """The default test files for ``mutant``: those of its part first, so that a caught mutant costs little."""
+    return ANALYSIS_TESTS + TESTS if mutant.path in ANALYSIS_FILES else TESTS + ANALYSIS_TESTS
 
 
 def committed_tree(destination: Path) -> None:
@@ -305,7 +344,12 @@ def audit(mutant: Mutant, tree: Path, tests: list[str], timeout: float) -> tuple
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="+", default=None, help="these mutants (by name) rather than all")
-    parser.add_argument("--tests", nargs="+", default=TESTS, help="test files to run on each mutant")
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        default=None,
+        help="test files to run on each mutant (default: all the files of what is computed, those of the mutant's part first)",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds for one mutant's tests")
     parser.add_argument("--list", action="store_true", help="print the mutants and stop")
     args = parser.parse_args(argv)
@@ -324,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         committed_tree(tree)
         for mutant in chosen:
             start = time.perf_counter()
-            outcome, detail = audit(mutant, tree, args.tests, args.timeout)
+            outcome, detail = audit(mutant, tree, args.tests or tests_for(mutant), args.timeout)
             outcomes.append(outcome)
             print(f"{mutant.name}: {outcome} ({time.perf_counter() - start:.0f} s) {detail}", flush=True)
     caught = outcomes.count("caught")
