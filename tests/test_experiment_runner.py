@@ -619,3 +619,12 @@ def test_export_keeps_each_runs_final_model_without_its_optimizer_moments(tmp_pa
         assert light.num_timesteps == full.num_timesteps
         obs = np.stack([full.observation_space.sample() for _ in range(3)])
         np.testing.assert_array_equal(light.predict(obs, deterministic=True)[0], full.predict(obs, deterministic=True)[0])
+    # exported again: a kept file that already holds its model stays as it is; one that does not is rewritten
+    kept = pathlib.Path(f"{prefix}_maxdiff_seed0.zip")
+    stale = pathlib.Path(f"{prefix}_sac_seed0.zip")
+    before, written_at = kept.read_bytes(), kept.stat().st_mtime_ns
+    stale.write_bytes(before)  # the MaxDiff model where the SAC one belongs
+    assert experiments_main([*export, "--models", prefix]) == 0
+    assert kept.read_bytes() == before and kept.stat().st_mtime_ns == written_at
+    assert stale.read_bytes() != before and get_algo("sac").load(stale, device="cpu").num_timesteps == full.num_timesteps
+    assert len(list((tmp_path / "kept").iterdir())) == 2  # no file left beside them

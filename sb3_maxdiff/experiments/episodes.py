@@ -28,6 +28,8 @@ import functools
 import itertools
 import math
 import os
+import re
+import zipfile
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -48,6 +50,8 @@ SETTING_SEPARATOR = "@"
 DEFAULT_FULL_LENGTH = 1000
 EPISODE_COLUMNS = ("setting", "method", "seed", "episode", "steps", "return", "length", "full_length", "kind", *DIAGNOSTICS)
 WINDOW_COLUMNS = ("setting", "method", "seed", "window", "steps", "window_return", "x_position", "x_distance")
+# what SB3 writes of an object's address in a model file's description of its classes, new in every process
+MEMORY_ADDRESS = re.compile(rb" at 0x[0-9a-fA-F]+")
 
 
 def _diagnostics_by_step(run_dir: str) -> dict[int, dict[str, str]]:
@@ -131,7 +135,8 @@ def _keep(runs: list[Run], settings: list[str] | None, seeds: list[int] | None) 
 def keep_final_models(root: str, runs: list[Run], prefix: str) -> list[str]:
     """
     Save the final model of each of ``runs`` (under ``root``) as ``prefix_<method>_seed<i>.zip`` (with the setting
-    after the prefix where the runs have several), without its optimizer's moments; returns the paths written.
+    after the prefix where the runs have several), without its optimizer's moments; returns the paths. A file that
+    already holds the same model is left as it is (an export run again does not rewrite the kept models).
     """
     several_settings = len({run.spec.setting for run in runs}) > 1
     written = []
@@ -145,9 +150,28 @@ def keep_final_models(root: str, runs: list[Run], prefix: str) -> list[str]:
                 optimizer: Any = functools.reduce(getattr, saved.split("."), model)
                 optimizer.state.clear()
         path = f"{name}_seed{spec.seed}.zip"
-        model.save(path)
+        fresh = f"{name}_seed{spec.seed}.new.zip"
+        model.save(fresh)
+        if os.path.exists(path) and _same_saved_model(path, fresh):
+            os.remove(fresh)  # the model kept there already: the file stays as committed
+        else:
+            os.replace(fresh, path)
         written.append(path)
     return written
+
+
+def _same_saved_model(path: str, other: str) -> bool:
+    """
+    Whether two SB3 model files hold the same model: the same members, byte for byte, but for the memory addresses
+    that SB3 writes into its description of the classes (``<function ... at 0x7f...>``), which change in every process.
+    """
+    with zipfile.ZipFile(path) as first, zipfile.ZipFile(other) as second:
+        if sorted(first.namelist()) != sorted(second.namelist()):
+            return False
+        return all(
+            MEMORY_ADDRESS.sub(b"", first.read(name)) == MEMORY_ADDRESS.sub(b"", second.read(name))
+            for name in first.namelist()
+        )
 
 
 def export_episodes(
