@@ -272,6 +272,14 @@ MUTANTS = [
     Mutant("return_so_far_is_last_window", EPISODES, '"return so far": np.cumsum(window_returns)',
            '"return so far": window_returns'),
     Mutant("merge_keeps_stale_rows", EPISODES, "if _run_key(row) not in exported]", "]"),
+    Mutant("merge_unsorted", EPISODES, "return sorted(merged, key=_run_key)", "return merged"),
+    Mutant("export_full_length_strict", EPISODES, "int(length >= episode_length(spec))", "int(length > episode_length(spec))"),
+    Mutant("read_full_length_flags_ignored", EPISODES, "if full_length is None and all(",
+           "if full_length is None and False and all("),
+    Mutant("export_transfer_as_own_eval", EPISODES, 'kind = "eval" if env_id == spec.env_id else f"eval {env_id}"',
+           'kind = "eval"'),
+    Mutant("kept_model_never_rewritten", EPISODES, "if os.path.exists(path) and _same_saved_model(path, fresh):",
+           "if os.path.exists(path):"),
 ]  # fmt: skip
 
 # the tests that check what is computed, fastest first (the library's about 6 minutes on 2 cores when no mutant is
