@@ -360,16 +360,20 @@ def test_tabulate_reads_single_shot_windows_at_the_step_counts(tmp_path):
     assert "| mean +/- std | 3.25 +/- 3.89 (n = 2) | -0.3 (n = 1) |" in text  # one seed: no spread, no nan
 
 
-def _fake_finished_run(root, seed: int, first_return: float) -> None:
-    """A finished point-mass run of ``seed`` under ``root``: its spec and two 1000-step training episodes."""
+def _fake_finished_run(root, seed: int, first_return: float, lengths=(1000, 1000), eval_returns=None) -> None:
+    """
+    A finished point-mass run of ``seed`` under ``root`` (episodes of 1000 steps in full): its spec, training episodes
+    of ``lengths`` steps (returns ``first_return``, ``first_return + 1``, ...) and ``eval_returns`` by environment.
+    """
     from sb3_maxdiff.experiments.specs import build_specs
 
     spec = build_specs("point-mass-beta", "reduced", [seed], settings=["beta=0.001"], methods=["maxdiff"])[0]
     run_dir = root / spec.relpath
     run_dir.mkdir(parents=True)
-    (run_dir / "result.json").write_text(json.dumps({"spec": spec.to_json()}))
+    result = {"spec": spec.to_json(), **({"eval_returns": eval_returns} if eval_returns else {})}
+    (run_dir / "result.json").write_text(json.dumps(result))
     lines = [f"#{json.dumps({'t_start': 0.0, 'env_id': spec.env_id})}", "r,l,t"]
-    lines += [f"{first_return},1000,0.0", f"{first_return + 1.0},1000,0.0"]
+    lines += [f"{first_return + index},{length},0.0" for index, length in enumerate(lengths)]
     (run_dir / "monitor.csv").write_text("\n".join(lines) + "\n")
 
 
@@ -400,6 +404,12 @@ def test_export_merge_keeps_the_rows_of_runs_the_folder_no_longer_holds(tmp_path
     assert experiments_main(["export", str(kept), "--out", out, "--merge"]) == 0
     assert "6 rows written" in capsys.readouterr().out
     assert returns_by_seed() == {0: [-100.0, -99.0], 1: [-300.0, -299.0], 2: [-400.0, -399.0]}
+    # the folder lost comes back: its runs replace theirs, and the rows of the one it lacks move to their place in order
+    assert experiments_main(["export", str(lost), "--out", out, "--merge"]) == 0
+    assert returns_by_seed() == {0: [-100.0, -99.0], 1: [-200.0, -199.0], 2: [-400.0, -399.0]}
+    with open(out) as file:
+        assert [int(row["seed"]) for row in csv.DictReader(file)] == [0, 0, 1, 1, 2, 2]
+    capsys.readouterr()
     assert experiments_main(["export", str(kept), "--out", out]) == 0
     assert returns_by_seed() == {1: [-300.0, -299.0], 2: [-400.0, -399.0]}
     # a file of other columns (single-shot windows, a foreign table) is neither merged into nor overwritten
@@ -412,3 +422,22 @@ def test_export_merge_keeps_the_rows_of_runs_the_folder_no_longer_holds(tmp_path
     assert "--merge needs" in error and "it has ['setting', 'method', 'seed', 'window']" in error
     with open(out) as file:
         assert file.read() == foreign
+
+
+def test_export_marks_full_length_episodes_and_each_environments_evaluations(tmp_path):
+    """An episode of the environment's full length is marked full (one step short is not); the evaluations on the
+    run's own environment are ``eval``, those on another (a transfer) ``eval <env id>``."""
+    import csv
+
+    from sb3_maxdiff.experiments.episodes import export_episodes
+
+    own = "sb3_maxdiff/PointMassUnbounded-beta0_001-v0"
+    _fake_finished_run(
+        tmp_path / "runs", 0, -5.0, lengths=(1000, 999, 1000), eval_returns={own: [1.0, 2.0], "Other-v0": [3.0]}
+    )
+    out = str(tmp_path / "episodes.csv")
+    assert export_episodes(str(tmp_path / "runs"), out) == 6
+    with open(out) as file:
+        rows = [(row["kind"], row["return"], row["full_length"]) for row in csv.DictReader(file)]
+    assert rows == [("train", "-5.0", "1"), ("train", "-4.0", "0"), ("train", "-3.0", "1"), ("eval", "1.0", ""),
+                    ("eval", "2.0", ""), ("eval Other-v0", "3.0", "")]  # fmt: skip
