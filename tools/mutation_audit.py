@@ -1,9 +1,10 @@
 """
 Mutation audit: does the test suite catch a wrong implementation?
 
-Each mutant below is one small, plausible mistake in the library (a factor, a sign, an index, a forgotten reset).
-For each, the script copies the committed tree (``git archive HEAD``) into a temporary folder once, writes the
-mutant into the copy, runs the test files that check the mathematics with ``-x`` and notes the first test that
+Each mutant below is one small, plausible mistake in the library (a factor, a sign, an index, a forgotten reset) or
+in the statistics and readers that turn finished runs into published tables. For each, the script copies the
+committed tree (``git archive HEAD``) into a temporary folder once, writes the mutant into the copy, runs the test
+files that check what is computed (those of the mutant's part first) with ``-x`` and notes the first test that
 fails. A mutant that no test catches ("SURVIVED") is a test to write. The pinned seeded digests
 (``tests/test_seeded_results.py``) are left out on purpose: they catch any change at all, not a wrong one.
 
