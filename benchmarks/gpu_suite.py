@@ -5,10 +5,13 @@ MaxDiff + 10 NN-MPPI, CUDA graphs) with the model updates made while the environ
 the calling thread (measured on 2026-11-28 only with 16 environment threads, the slowest setting on that host),
 against the plain batch in the same call, then where a graphed training step of 20 agents spends its time (kernel
 launches, host copies, host and GPU milliseconds of the planner and of the updates, and the kernels that take the GPU's
-time), then the whole test suite on a machine where a model's default device is CUDA (two tests that assumed the CPU
-were found so). Steps run in that order, each in its own process, its output in ``<out>/<step>.log`` (and ``.json``
-where the benchmark writes one); a step starts only if its expected time fits in what is left of ``--seconds``, so a
-lease ends with the most important figures rather than with a killed run.
+time), then the same end-to-end run and profile with cuBLAS allowed to multiply float32 matrices in TF32 on the
+tensor cores (``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1``: a measure of how much of the step is float32 multiplies, not
+an option of the package; its effect on learning is unvalidated), then the whole test suite on a machine where a
+model's default device is CUDA (two tests that assumed the CPU were found so). Steps run in that order, each in its
+own process, its output in ``<out>/<step>.log`` (and ``.json`` where the benchmark writes one); a step starts only
+if its expected time fits in what is left of ``--seconds``, so a lease ends with the most important figures rather
+than with a killed run.
 
     python benchmarks/gpu_suite.py --out gpu_results --seconds 540
     python benchmarks/gpu_suite.py --list                       # the steps and their commands, nothing run
@@ -38,12 +41,19 @@ MIXED_20 = ["--device", "cuda", "--cuda-graph", "--seeds", "10", "--steps", "100
 
 
 class Step(NamedTuple):
-    """One measurement: its name (log and JSON file stem), its command after the interpreter, its expected seconds."""
+    """
+    One measurement: its name (log and JSON file stem), its command after the interpreter, its expected seconds,
+    whether it writes JSON, and environment variables set for it alone (name, value pairs).
+    """
 
     name: str
     args: list[str]
     expected_seconds: float
     json: bool = True
+    env: tuple[tuple[str, str], ...] = ()
+
+
+TF32 = (("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "1"),)
 
 
 def steps() -> list[Step]:
@@ -55,6 +65,8 @@ def steps() -> list[Step]:
         Step("e2e_overlap", [e2e, *MIXED_20, "--env-threads", "1", "--overlap-updates"], 100.0),
         Step("e2e_plain", [e2e, *MIXED_20, "--env-threads", "1"], 100.0),
         Step("profile_n20", [*profile, "--cases", "20:graph"], 60.0),
+        Step("e2e_plain_tf32", [e2e, *MIXED_20, "--env-threads", "1"], 100.0, env=TF32),
+        Step("profile_n20_tf32", [*profile, "--cases", "20:graph"], 60.0, env=TF32),
         Step("all_tests", ["-m", "pytest", "-q", "-n", "8", "-p", "no:cacheprovider", "tests"], 240.0, json=False),
     ]
 
@@ -78,7 +90,14 @@ def run_steps(plan: list[Step], out: Path, seconds: float) -> list[dict]:
         with open(out / f"{step.name}.log", "w") as log:
             status: int | str
             try:
-                done = subprocess.run(command(step, out), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=left)
+                done = subprocess.run(
+                    command(step, out),
+                    cwd=ROOT,
+                    env={**os.environ, **dict(step.env)},
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=left,
+                )
                 status = done.returncode
             except subprocess.TimeoutExpired:
                 status = "timed out"
@@ -105,7 +124,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         plan = [step for step in plan if step.name in args.only]
     if args.list:
         for step in plan:
-            print(f"{step.name} (~{step.expected_seconds:.0f} s): {' '.join(command(step, out))}")
+            settings = "".join(f"{name}={value} " for name, value in step.env)
+            print(f"{step.name} (~{step.expected_seconds:.0f} s): {settings}{' '.join(command(step, out))}")
         return []
     return run_steps(plan, out, args.seconds)
 

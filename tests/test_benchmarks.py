@@ -325,10 +325,22 @@ def test_gpu_suite_runs_in_order_and_skips_what_would_not_fit(tmp_path, capsys):
         suite.Step("fails", ["-c", "import sys; sys.exit(3)"], 0.0, json=False),
         suite.Step("too_long", ["-c", "print('never')"], 1e6, json=False),
         suite.Step("last", ["-c", "print('two')"], 0.0, json=False),
+        suite.Step(
+            "env",
+            ["-c", "import os; print(os.environ.get('SUITE_TEST', 'unset'))"],
+            0.0,
+            json=False,
+            env=(("SUITE_TEST", "on"),),
+        ),
+        suite.Step("no_env", ["-c", "import os; print(os.environ.get('SUITE_TEST', 'unset'))"], 0.0, json=False),
     ]
     rows = suite.run_steps(plan, tmp_path, seconds=60.0)
-    assert [(row["step"], row["status"]) for row in rows] == [("first", 0), ("fails", 3), ("too_long", "skipped"), ("last", 0)]
+    assert [(row["step"], row["status"]) for row in rows] == [
+        ("first", 0), ("fails", 3), ("too_long", "skipped"), ("last", 0), ("env", 0), ("no_env", 0)
+    ]  # fmt: skip
     assert (tmp_path / "first.log").read_text() == "one\n" and not (tmp_path / "too_long.log").exists()
+    # a step's variables are its own: set for it, not left behind for the next one
+    assert (tmp_path / "env.log").read_text() == "on\n" and (tmp_path / "no_env.log").read_text() == "unset\n"
     assert json.loads((tmp_path / "summary.json").read_text())["steps"] == rows
     assert "too_long: skipped" in capsys.readouterr().out
     slow = [suite.Step("slow", ["-c", "import time; time.sleep(30)"], 0.0, json=False)]
