@@ -680,3 +680,40 @@ def test_single_shot_halfcheetah_reading_is_that_of_its_csv():
     assert shown is not None
     assert_pvalue_shown_as(mann_whitney_pvalue(maxdiff, nnmppi), shown.group(1), "HalfCheetah Mann-Whitney")
     assert_pvalue_shown_as(welch_ttest(maxdiff, nnmppi).pvalue, shown.group(2), "HalfCheetah Welch")
+
+
+def test_single_shot_jitter_reading_is_that_of_its_csv():
+    """The per-seed table of the run with the authors' jitter, its swim count and the rule's tests against both."""
+    from scipy.stats import fisher_exact
+
+    steps = [10_000, 20_000, 30_000]
+    values = {
+        q: by_method["maxdiff"]
+        for q, by_method in per_seed_values(str(REPRODUCTION / "single_shot_jitter_30k.csv"), steps).items()
+    }
+    before = per_seed_values(
+        [str(REPRODUCTION / name) for name in ("single_shot_light_30k.csv", "single_shot_light_30k_maxdiff_seeds3_9.csv")],
+        steps,
+    )["x distance at 30,000"]["maxdiff"]
+    _, rows = table_after("#### The reading of the jitter run")
+    assert [int(row[0]) for row in rows] == sorted(values["x distance at 30,000"]) == sorted(before) == list(range(10))
+    for seed, x10, x20, x30, ret30, swims in rows:
+        for at, shown in zip(steps, [x10, x20, x30]):
+            assert_shown_as(values[f"x distance at {at:,}"][int(seed)], shown, f"jitter seed {seed} x by {at}")
+        assert_shown_as(values["window return at 30,000"][int(seed)], ret30, f"jitter seed {seed} window return")
+        assert swims.startswith("yes" if values["x distance at 30,000"][int(seed)] > 100 else "no"), seed
+    distances = [values["x distance at 30,000"][seed] for seed in range(10)]
+    text = (ROOT / "REPRODUCTION.md").read_text()
+    reading = text[text.index("#### The reading of the jitter run") :][:4000]
+    for name, other in (
+        ("the authors'", AUTHORS_SINGLE_SHOT_30K),
+        ("ours with `1e-8 * I`", [before[seed] for seed in range(10)]),
+    ):
+        swim = [sum(d > 100 for d in distances), sum(d > 100 for d in other)]
+        fisher = fisher_exact([[swim[0], 10 - swim[0]], [swim[1], 10 - swim[1]]], alternative="two-sided").pvalue
+        pattern = rf"against {re.escape(name)}: (\d+) of 10 against (\d+) of 10, Fisher\s+\*\*p = ([0-9.<]+)\*\*,"
+        shown = re.search(pattern + r"\s+Mann-Whitney\s+\*\*p = ([0-9.<]+)\*\*", reading)
+        assert shown is not None, name
+        assert [int(shown.group(1)), int(shown.group(2))] == swim, name
+        assert_pvalue_shown_as(float(fisher), shown.group(3), f"Fisher against {name}")
+        assert_pvalue_shown_as(mann_whitney_pvalue(distances, other), shown.group(4), f"Mann-Whitney against {name}")
