@@ -687,8 +687,9 @@ def test_single_shot_jitter_reading_is_that_of_its_csv():
     from scipy.stats import fisher_exact
 
     steps = [10_000, 20_000, 30_000]
+    # seeds 0-9 (the file also takes the seeds 10-19 run after this reading, as they finish)
     values = {
-        q: by_method["maxdiff"]
+        q: {seed: value for seed, value in by_method["maxdiff"].items() if seed < 10}
         for q, by_method in per_seed_values(str(REPRODUCTION / "single_shot_jitter_30k.csv"), steps).items()
     }
     before = per_seed_values(
