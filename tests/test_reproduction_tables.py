@@ -624,6 +624,15 @@ def test_single_shot_per_seed_table_is_that_of_its_csv():
 AUTHORS_SINGLE_SHOT_30K = [211.1, 218.9, 185.8, 268.3, 12.1, 198.7, 269.1, 272.7, 290.4, 294.2]
 
 
+def assert_single_shot_rows(rows: list[list[str]], values: dict[str, dict[int, float]], where: str) -> None:
+    """Rows "seed | x by 10k | x by 20k | x by 30k | window return at 30k | swims" against one method's per-seed values."""
+    for seed, x10, x20, x30, ret30, swims in rows:
+        for at, shown in zip([10_000, 20_000, 30_000], [x10, x20, x30]):
+            assert_shown_as(values[f"x distance at {at:,}"][int(seed)], shown, f"{where} {seed} x by {at}")
+        assert_shown_as(values["window return at 30,000"][int(seed)], ret30, f"{where} {seed} window return")
+        assert swims.startswith("yes" if values["x distance at 30,000"][int(seed)] > 100 else "no"), seed
+
+
 def test_single_shot_ten_seed_reading_is_that_of_its_csvs():
     """The per-seed table of seeds 0-9, the swim counts and both tests of the single-shot reading."""
     from scipy.stats import fisher_exact
@@ -637,11 +646,7 @@ def test_single_shot_ten_seed_reading_is_that_of_its_csvs():
     _, rows = table_after("| seed | x by 10k | x by 20k | x by 30k | window return at 30k |")
     ours = [row for row in rows if row[0].isdigit()]
     assert [int(row[0]) for row in ours] == sorted(values["x distance at 30,000"]) == list(range(10))
-    for seed, x10, x20, x30, ret30, swims in ours:
-        for quantity, shown in zip(["x distance at 10,000", "x distance at 20,000", "x distance at 30,000"], [x10, x20, x30]):
-            assert_shown_as(values[quantity][int(seed)], shown, f"seed {seed} {quantity}")
-        assert_shown_as(values["window return at 30,000"][int(seed)], ret30, f"seed {seed} window return")
-        assert swims.startswith("yes" if values["x distance at 30,000"][int(seed)] > 100 else "no"), seed
+    assert_single_shot_rows(ours, values, "seed")
     distances = [values["x distance at 30,000"][seed] for seed in range(10)]
     swim = [sum(d > 100 for d in distances), sum(d > 100 for d in AUTHORS_SINGLE_SHOT_30K)]
     assert swim == [3, 9]
@@ -698,11 +703,7 @@ def test_single_shot_jitter_reading_is_that_of_its_csv():
     )["x distance at 30,000"]["maxdiff"]
     _, rows = table_after("#### The reading of the jitter run")
     assert [int(row[0]) for row in rows] == sorted(values["x distance at 30,000"]) == sorted(before) == list(range(10))
-    for seed, x10, x20, x30, ret30, swims in rows:
-        for at, shown in zip(steps, [x10, x20, x30]):
-            assert_shown_as(values[f"x distance at {at:,}"][int(seed)], shown, f"jitter seed {seed} x by {at}")
-        assert_shown_as(values["window return at 30,000"][int(seed)], ret30, f"jitter seed {seed} window return")
-        assert swims.startswith("yes" if values["x distance at 30,000"][int(seed)] > 100 else "no"), seed
+    assert_single_shot_rows(rows, values, "jitter seed")
     distances = [values["x distance at 30,000"][seed] for seed in range(10)]
     text = (ROOT / "REPRODUCTION.md").read_text()
     reading = text[text.index("#### The reading of the jitter run") :][:4000]
