@@ -4,14 +4,15 @@ that need CUDA, then the runner's end-to-end cost per agent-step of one mixed ba
 MaxDiff + 10 NN-MPPI, CUDA graphs) with the model updates made while the environments step, one after the other in
 the calling thread (measured on 2026-11-28 only with 16 environment threads, the slowest setting on that host),
 against the plain batch in the same call, then where a graphed training step of 20 agents spends its time (kernel
-launches, host copies, host and GPU milliseconds of the planner and of the updates, and the kernels that take the GPU's
-time), then the same end-to-end run and profile with cuBLAS allowed to multiply float32 matrices in TF32 on the
-tensor cores (``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1``: a measure of how much of the step is float32 multiplies, not
-an option of the package; its effect on learning is unvalidated), then the whole test suite on a machine where a
-model's default device is CUDA (two tests that assumed the CPU were found so). Steps run in that order, each in its
-own process, its output in ``<out>/<step>.log`` (and ``.json`` where the benchmark writes one); a step starts only
-if its expected time fits in what is left of ``--seconds``, so a lease ends with the most important figures rather
-than with a killed run.
+launches, host copies, host and GPU milliseconds of the planner and of the updates, and the kernels that take the
+GPU's time; and the GPU time of the planner's rollout and of its path entropy, each alone), then the same end-to-end
+run and profile with cuBLAS allowed to multiply float32 matrices in TF32 on the tensor cores
+(``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1``: a measure of how much of the step is float32 multiplies, not an option of
+the package; its effect on learning is unvalidated), then the whole test suite on a machine where a model's default
+device is CUDA (two tests that assumed the CPU were found so). Steps run in that order, each in its own process, its
+output in ``<out>/<step>.log`` (and ``.json`` where the benchmark writes one); a step starts only if its expected
+time fits in what is left of ``--seconds``, so a lease ends with the most important figures rather than with a
+killed run.
 
     python benchmarks/gpu_suite.py --out gpu_results --seconds 540
     python benchmarks/gpu_suite.py --list                       # the steps and their commands, nothing run
@@ -64,9 +65,9 @@ def steps() -> list[Step]:
         Step("cuda_tests", ["-m", "pytest", "-q", "-n", "8", "-p", "no:cacheprovider", *CUDA_TESTS], 60.0, json=False),
         Step("e2e_overlap", [e2e, *MIXED_20, "--env-threads", "1", "--overlap-updates"], 100.0),
         Step("e2e_plain", [e2e, *MIXED_20, "--env-threads", "1"], 100.0),
-        Step("profile_n20", [*profile, "--cases", "20:graph"], 60.0),
+        Step("profile_n20", [*profile, "--cases", "20:graph", "--plan-parts"], 60.0),
         Step("e2e_plain_tf32", [e2e, *MIXED_20, "--env-threads", "1"], 100.0, env=TF32),
-        Step("profile_n20_tf32", [*profile, "--cases", "20:graph"], 60.0, env=TF32),
+        Step("profile_n20_tf32", [*profile, "--cases", "20:graph", "--plan-parts"], 60.0, env=TF32),
         Step("all_tests", ["-m", "pytest", "-q", "-n", "8", "-p", "no:cacheprovider", "tests"], 240.0, json=False),
     ]
 

@@ -10,15 +10,24 @@ A case is ``N`` (N independent agents, eager) or ``N:graph`` (``cuda_graph=True`
 N > 1 the model updates, replayed as CUDA graphs). On a GPU a
 step is bound by the host when the GPU is busy for a small part of the host's time per call; the printed table
 of each part names the operators that cost the host the most.
+
+``--plan-parts`` also profiles two pieces of the planner call alone, eager in every case, on the shapes of that
+call: the model rollout of every sample, and the path entropy of the predicted states (MaxDiff). Their GPU busy time
+says how a plan's GPU time divides between them and the rest (noise, scores, weights, update of the nominal).
 """
 
 import argparse
+import functools
 import json
+from collections.abc import Callable
 
 import numpy as np
 import torch as th
 from run import CONFIGS, fill_replay_buffer, make_algorithm
 from torch.profiler import ProfilerActivity, profile
+
+from sb3_maxdiff import MaxDiffMPPI
+from sb3_maxdiff.common.mppi import rollout
 
 LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaGraphLaunch")
 HOST_COPIES = ("cudaMemcpyAsync", "cudaStreamSynchronize", "cudaDeviceSynchronize")
@@ -30,6 +39,33 @@ def parse_case(case: str) -> tuple[int, bool]:
     if not agents.isdigit() or int(agents) < 1 or option not in ("", "graph"):
         raise argparse.ArgumentTypeError(f"case must be N or N:graph with N >= 1, got {case!r}")
     return int(agents), option == "graph"
+
+
+def plan_parts(model: MaxDiffMPPI) -> dict[str, Callable[[], object]]:
+    """
+    The rollout and the path entropy of one planner call of ``model``, each alone and eager: the rollout of
+    n_samples random action sequences from the current observations, and the entropy of the states it predicts
+    (the second only where the planner has a path-entropy term).
+    """
+    policy = model.policy
+    planner = policy.planner
+    settings = planner.settings
+    obs = policy.obs_to_tensor(model._last_obs)[0].float()  # type: ignore[arg-type,union-attr]
+    shape = (obs.shape[0], settings.n_samples, settings.horizon, planner.action_dim)
+    generator = th.Generator(device=obs.device).manual_seed(0)
+    samples = settings.noise_std * th.randn(shape, device=obs.device, generator=generator)
+    start = obs[:, None].expand(*shape[:2], obs.shape[-1])
+
+    def roll() -> tuple[th.Tensor, th.Tensor]:
+        with th.no_grad():
+            return rollout(policy.model, start, samples, settings.state_bound, settings.compute_dtype)
+
+    parts: dict[str, Callable[[], object]] = {"plan: rollout": roll}
+    bonus = planner.entropy_bonus
+    if bonus is not None:
+        states = roll()[1]
+        parts["plan: path entropy"] = lambda: bonus(states, None, generator)
+    return parts
 
 
 def profile_part(call, calls: int, device: str) -> tuple[dict, str]:
@@ -73,6 +109,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=5, help="profiled calls of each part (after as many warm-ups)")
     parser.add_argument("--fill", type=int, default=10_000, help="transitions in each agent's replay column")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--plan-parts", action="store_true", help="also profile the rollout and path entropy alone")
     parser.add_argument("--tables", action="store_true", help="also print the profiler's table of each part")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
@@ -83,9 +120,10 @@ def main() -> None:
         batch = dict(n_envs=n_agents, independent_agents=True) if n_agents > 1 else {}
         model = make_algorithm(config, args.device, args.fill, cuda_graph=graph, **batch)
         fill_replay_buffer(model, args.fill, np.random.default_rng(0))
-        parts = {
-            "plan": lambda model=model: model._sample_action(0, n_envs=model.n_envs),
-            f"{config.gradient_steps} updates": lambda model=model: model.train(config.gradient_steps, config.batch_size),
+        parts: dict[str, Callable[[], object]] = {
+            "plan": functools.partial(model._sample_action, 0, n_envs=model.n_envs),
+            f"{config.gradient_steps} updates": functools.partial(model.train, config.gradient_steps, config.batch_size),
+            **(plan_parts(model) if args.plan_parts else {}),
         }
         for part, call in parts.items():
             figures, table = profile_part(call, args.calls, args.device)

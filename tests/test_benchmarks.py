@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch as th
 from helpers import SUBPROCESS_TIMEOUT, run_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -59,16 +60,43 @@ def test_profile_script_reports_each_part_of_a_step(tmp_path, capsys):
     """The profile command of BENCHMARKS.md on the CPU: one planner call and 5 updates per case, their figures."""
     out = tmp_path / "profile.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "profile_step.py"), "--device", "cpu", "--config", "point-mass",
-               "--cases", "1", "2", "--calls", "1", "--fill", "500", "--threads", "1", "--json", str(out)]  # fmt: skip
+               "--cases", "1", "2", "--calls", "1", "--fill", "500", "--threads", "1", "--plan-parts",
+               "--json", str(out)]  # fmt: skip
     printed = _printed(command, capsys)
-    assert "| 2 | False | 5 updates |" in printed
+    assert "| 2 | False | 5 updates |" in printed and "| 2 | False | plan: path entropy |" in printed
     rows = json.loads(out.read_text())["rows"]
-    assert [(row["n_agents"], row["part"]) for row in rows] == [(1, "plan"), (1, "5 updates"), (2, "plan"), (2, "5 updates")]
+    parts = ["plan", "5 updates", "plan: rollout", "plan: path entropy"]
+    assert [(row["n_agents"], row["part"]) for row in rows] == [(n, part) for n in (1, 2) for part in parts]
     for row in rows:
         assert row["host_ms"] > 0 and row["kernel_launches"] == 0 and row["gpu_busy_ms"] == 0  # no CUDA on a CPU
     with pytest.raises(SystemExit) as exit_info:
         run_script(pathlib.Path(command[1]), [*command[2:-2], "--cases", "4:fast"])
     assert exit_info.value.code != 0 and "case must be N or N:graph with N >= 1, got '4:fast'" in capsys.readouterr().err
+
+
+def test_plan_parts_are_the_rollout_and_entropy_of_one_planner_call():
+    """The parts have the shapes of the planner call they stand for: every sample of every agent, every step."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from profile_step import plan_parts
+        from run import CONFIGS, make_algorithm
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    config = CONFIGS["point-mass"]
+    model = make_algorithm(config, "cpu", 100, n_envs=3, independent_agents=True)
+    parts = plan_parts(model)
+    assert list(parts) == ["plan: rollout", "plan: path entropy"]
+    returns, states = parts["plan: rollout"]()
+    settings = model.policy.planner.settings
+    assert returns.shape == (3, settings.n_samples) and states.shape == (3, settings.n_samples, settings.horizon, 4)
+    # each agent's paths start where its environment is
+    start = th.as_tensor(model._last_obs, dtype=th.float32)
+    assert th.equal(states[:, :, 0], start[:, None].expand(3, settings.n_samples, 4))
+    entropy, bonus = parts["plan: path entropy"]()
+    assert entropy.shape == bonus.shape == (3, settings.n_samples) and th.isfinite(entropy).all()
+    assert th.equal(entropy, model.policy.planner.entropy_bonus(states)[0])  # its entropy is that of the rollout's states
+    model.policy.planner.entropy_bonus = None  # as NN-MPPI's planner has: the rollout alone
+    assert list(plan_parts(model)) == ["plan: rollout"]
 
 
 def test_threads_benchmark_runs_with_a_tiny_budget():
