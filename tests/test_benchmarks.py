@@ -383,6 +383,15 @@ def test_checkpoint_buffer_benchmark_compares_the_two_pickles(capsys):
     assert sizes["filled rows (now)"] < sizes["whole capacity (before)"] / 10
 
 
+def test_replay_draw_benchmark_times_both_ways_of_gathering_the_same_draw(capsys):
+    """The command of BENCHMARKS.md's replay-draw section, tiny: both ways draw alike (checked inside) and are timed."""
+    printed = _printed([sys.executable, str(ROOT / "benchmarks" / "replay_draw.py"), "--agents", "3", "--rows-per-draw",
+                        "16", "--fills", "50", "200", "--calls", "3"], capsys)  # fmt: skip
+    rows = [line.split("|")[1:-1] for line in printed.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert [int(row[0]) for row in rows] == [50, 200]
+    assert all(float(row[1]) > 0 and float(row[2]) > 0 for row in rows)
+
+
 def test_predict_denormals_benchmark_plans_the_same_both_ways(capsys):
     """The command of BENCHMARKS.md's denormals section on a kept model, two plans per setting."""
     model = ROOT / "docs" / "reproduction" / "models" / "swimmer_alpha10_50k_seed0.zip"

@@ -3,6 +3,7 @@ import time
 
 import numpy as np
 import pytest
+import torch as th
 from gymnasium import spaces
 
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
@@ -85,6 +86,38 @@ def test_sampling_cost_does_not_grow_with_fill():
         np.random.randint(0, n_rows, size=n_rows)
         o_of_fill.append(time.perf_counter() - start)
     assert median_sample_time(large) < 0.3 * float(np.median(o_of_fill))
+
+
+@pytest.mark.parametrize("per_env", [True, False])
+def test_a_draw_holds_the_cells_of_its_rows_and_environments(per_env):
+    """Each sampled tensor is the buffer's arrays at the drawn (row, environment) cells, as numpy indexes them."""
+    n_envs, rows = 3, 40
+    buffer = NextActionReplayBuffer(50 * n_envs, OBS, ACT, "cpu", n_envs=n_envs)  # 50 rows of n_envs cells
+    rng = np.random.default_rng(0)
+    for name in ("observations", "next_observations", "actions", "next_actions", "rewards", "bootstrap_masks"):
+        array = getattr(buffer, name)
+        array[:rows] = rng.standard_normal(array[:rows].shape)  # a different value in every cell
+    buffer.pos = rows
+    np.random.seed(5)
+    drawn = buffer.sample_per_env(16) if per_env else buffer.sample(16)
+    np.random.seed(5)  # the same draw again, indexed the plain way
+    if per_env:
+        batch_inds, env_inds = buffer._ready_rows((n_envs, 16)), np.arange(n_envs)[:, None]
+    else:
+        batch_inds = buffer._ready_rows((16,))
+        env_inds = np.random.randint(0, high=n_envs, size=(16,))
+    expected = [
+        buffer.observations[batch_inds, env_inds],
+        buffer.actions[batch_inds, env_inds],
+        buffer.next_observations[batch_inds, env_inds],
+        buffer.next_actions[batch_inds, env_inds],
+        buffer.rewards[batch_inds, env_inds][..., None],
+        buffer.bootstrap_masks[batch_inds, env_inds][..., None],
+    ]
+    for got, want in zip(drawn, expected, strict=True):
+        assert got.dtype == th.float32 and got.shape == want.shape
+        np.testing.assert_array_equal(got.numpy(), want.astype(np.float32))
+    assert len(set(drawn.observations[..., 0].flatten().tolist())) > 8  # the draw spans many cells
 
 
 def _same_buffer(loaded: NextActionReplayBuffer, original: NextActionReplayBuffer) -> None:

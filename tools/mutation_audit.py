@@ -172,6 +172,12 @@ MUTANTS = [
         "return max(self.buffer_size if full else pos, 0)",
     ),
     Mutant(
+        "replay_cells_transposed",
+        BUFFERS,
+        "self.flat = (rows * n_envs + envs).reshape(-1)",
+        "self.flat = (rows + envs * n_envs).reshape(-1)",
+    ),
+    Mutant(
         "agents_columns_shifted",
         BUFFERS,
         "env_inds=np.arange(self.n_envs)[:, None]",

@@ -18,6 +18,27 @@ class NextActionReplayBufferSamples(NamedTuple):
     bootstrap_masks: th.Tensor
 
 
+class Cells:
+    """
+    The (row, environment) cells of a replay draw: ``gather(array)`` equals ``array[rows, envs]`` for an array of
+    shape (buffer_size, n_envs, ...), element for element, taken by flat index: numpy's fancy indexing with two
+    broadcast index arrays costs about ten times as much (milliseconds per draw of 20 x 640 rows).
+
+    :param rows: row indices, any shape that broadcasts with ``envs``
+    :param envs: environment indices
+    :param n_envs: environments per row of the buffer
+    """
+
+    def __init__(self, rows: np.ndarray, envs: np.ndarray, n_envs: int):
+        self.shape = np.broadcast_shapes(rows.shape, envs.shape)
+        self.flat = (rows * n_envs + envs).reshape(-1)
+
+    def gather(self, array: np.ndarray) -> np.ndarray:
+        """The cells of ``array`` (buffer_size, n_envs, ...), shape (*broadcast shape of rows and envs, ...)."""
+        trailing = array.shape[2:]
+        return array.reshape(-1, *trailing).take(self.flat, axis=0).reshape(*self.shape, *trailing)
+
+
 class NextActionReplayBuffer(ReplayBuffer):
     """
     SB3 replay buffer with ``a'``, the action actually executed at ``s'``, for the TD-like reward
@@ -31,6 +52,7 @@ class NextActionReplayBuffer(ReplayBuffer):
 
     next_actions: np.ndarray
     bootstrap_masks: np.ndarray
+    cells_type: type[Cells] = Cells  # how a draw gathers its cells from the arrays
 
     def __init__(
         self,
@@ -155,12 +177,13 @@ class NextActionReplayBuffer(ReplayBuffer):
     ) -> NextActionReplayBufferSamples:
         if env_inds is None:
             env_inds = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
+        cells = self.cells_type(batch_inds, env_inds, self.n_envs)
         data = (
-            self._normalize_obs(self.observations[batch_inds, env_inds, :], env),
-            self.actions[batch_inds, env_inds, :],
-            self._normalize_obs(self.next_observations[batch_inds, env_inds, :], env),
-            self.next_actions[batch_inds, env_inds, :],
-            self._normalize_reward(self.rewards[batch_inds, env_inds][..., None], env),
-            self.bootstrap_masks[batch_inds, env_inds][..., None],
+            self._normalize_obs(cells.gather(self.observations), env),
+            cells.gather(self.actions),
+            self._normalize_obs(cells.gather(self.next_observations), env),
+            cells.gather(self.next_actions),
+            self._normalize_reward(cells.gather(self.rewards)[..., None], env),
+            cells.gather(self.bootstrap_masks)[..., None],
         )
         return NextActionReplayBufferSamples(*(self.to_torch(np.asarray(x, dtype=np.float32)) for x in data))
