@@ -386,10 +386,13 @@ def test_checkpoint_buffer_benchmark_compares_the_two_pickles(capsys):
 def test_replay_draw_benchmark_times_both_ways_of_gathering_the_same_draw(capsys):
     """The command of BENCHMARKS.md's replay-draw section, tiny: both ways draw alike (checked inside) and are timed."""
     printed = _printed([sys.executable, str(ROOT / "benchmarks" / "replay_draw.py"), "--agents", "3", "--rows-per-draw",
-                        "16", "--fills", "50", "200", "--calls", "3"], capsys)  # fmt: skip
+                        "16", "--fills", "50", "200", "--calls", "3", "--learn-steps", "2", "--learn-fill", "50",
+                        "--rounds", "1"], capsys)  # fmt: skip
     rows = [line.split("|")[1:-1] for line in printed.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert [int(row[0]) for row in rows] == [50, 200]
     assert all(float(row[1]) > 0 and float(row[2]) > 0 for row in rows)
+    learn = [line.split("|")[1:-1] for line in printed.splitlines() if line.startswith("| `learn`")]
+    assert len(learn) == 1 and float(learn[0][1]) > 0 and float(learn[0][2]) > 0
 
 
 def test_predict_denormals_benchmark_plans_the_same_both_ways(capsys):

@@ -52,7 +52,6 @@ class NextActionReplayBuffer(ReplayBuffer):
 
     next_actions: np.ndarray
     bootstrap_masks: np.ndarray
-    cells_type: type[Cells] = Cells  # how a draw gathers its cells from the arrays
 
     def __init__(
         self,
@@ -177,7 +176,7 @@ class NextActionReplayBuffer(ReplayBuffer):
     ) -> NextActionReplayBufferSamples:
         if env_inds is None:
             env_inds = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
-        cells = self.cells_type(batch_inds, env_inds, self.n_envs)
+        cells = Cells(batch_inds, env_inds, self.n_envs)
         data = (
             self._normalize_obs(cells.gather(self.observations), env),
             cells.gather(self.actions),
