@@ -8,7 +8,8 @@ launches, host copies, host and GPU milliseconds of the planner and of the updat
 GPU's time; and the GPU time of the planner's rollout and of its path entropy, each alone), then the same end-to-end
 run and profile with cuBLAS allowed to multiply float32 matrices in TF32 on the tensor cores
 (``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1``: a measure of how much of the step is float32 multiplies, not an option of
-the package; its effect on learning is unvalidated), then the whole test suite on a machine where a model's default
+the package; its effect on learning is unvalidated), then the host's replay draw for 20 agents (the CPU of the GPU
+machine, before and after the flat index), then the whole test suite on a machine where a model's default
 device is CUDA (two tests that assumed the CPU were found so). Steps run in that order, each in its own process, its
 output in ``<out>/<step>.log`` (and ``.json`` where the benchmark writes one); a step starts only if its expected
 time fits in what is left of ``--seconds``, so a lease ends with the most important figures rather than with a
@@ -68,6 +69,7 @@ def steps() -> list[Step]:
         Step("profile_n20", [*profile, "--cases", "20:graph", "--plan-parts"], 60.0),
         Step("e2e_plain_tf32", [e2e, *MIXED_20, "--env-threads", "1"], 100.0, env=TF32),
         Step("profile_n20_tf32", [*profile, "--cases", "20:graph", "--plan-parts"], 60.0, env=TF32),
+        Step("replay_draw", [str(BENCHMARKS / "replay_draw.py"), "--learn-steps", "0"], 30.0, json=False),
         Step("all_tests", ["-m", "pytest", "-q", "-n", "8", "-p", "no:cacheprovider", "tests"], 240.0, json=False),
     ]
 
