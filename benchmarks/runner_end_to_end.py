@@ -3,9 +3,10 @@ End to end, from the runner's own timings: the MaxDiff and NN-MPPI seeds of one 
 (``run --batch-cells``) against the two batches of one method each that ``run --batch-seeds`` makes, then
 evaluated (``--batch-eval``: each batch's agents together), one configuration after the other on the same
 machine. Figures are per agent-step: training seconds (``train_seconds`` of ``result.json``: model building,
-CUDA-graph capture and checkpoints included) over every agent's training steps, evaluation seconds over every
-agent's evaluation steps (every evaluation episode counted at full length, 1,000 steps where the run sets none, as
-the Swimmer's always are).
+CUDA-graph capture and checkpoints included) over every agent's training steps; the same for the training steps after
+the first quarter (``late_train_pace``: the pace of a long run, without those fixed costs; checkpoints included); and
+evaluation seconds over every agent's evaluation steps (every evaluation episode counted at full length, 1,000 steps
+where the run sets none, as the Swimmer's always are).
 
     python benchmarks/runner_end_to_end.py --device cuda --cuda-graph --seeds 10 --steps 2000   # 20 agents on a GPU
     python benchmarks/runner_end_to_end.py --seeds 2 --steps 300                               # 4 agents on a CPU
@@ -86,6 +87,8 @@ def per_agent_step_costs(out: str) -> dict:
         spec = result["spec"]
         key = (members, spec["method"]) if "batched_runs" not in result else (members,)
         batch = batches.setdefault(key, {"agents": len(members), "train_seconds": result["train_seconds"]})
+        pace = result.get("late_train_pace")
+        batch["late"] = None if pace is None else (pace["seconds"], pace["agent_steps"] * len(members))
         batch["eval_seconds"] = result["eval_seconds"]
         eval_steps = sum(len(returns) for returns in result["eval_returns"].values()) * (spec["max_episode_steps"] or 1000)
         batch["train_agent_steps"] = batch.get("train_agent_steps", 0) + spec["steps"]
@@ -94,9 +97,12 @@ def per_agent_step_costs(out: str) -> dict:
     evaluation = sum(batch["eval_seconds"] for batch in batches.values())
     train_steps = sum(batch["train_agent_steps"] for batch in batches.values())
     eval_steps = sum(batch["eval_agent_steps"] for batch in batches.values())
+    late = [batch["late"] for batch in batches.values()]
+    late_ms = None if None in late else 1e3 * sum(seconds for seconds, _ in late) / sum(steps for _, steps in late)
     return {
         "batches": [batch["agents"] for batch in batches.values()],
         "train_ms_per_agent_step": 1e3 * train / train_steps,
+        "late_train_ms_per_agent_step": late_ms,
         "eval_ms_per_agent_step": 1e3 * evaluation / eval_steps,
         "train_seconds": train,
         "eval_seconds": evaluation,
@@ -139,14 +145,17 @@ def main(argv: list[str] | None = None) -> list[dict]:
             wall = run_configuration(batching, args, out)
             rows.append({"configuration": label, "wall_seconds": wall, **per_agent_step_costs(out)})
     print(
-        "| configuration | batches (agents) | training, ms / agent-step | evaluation, ms / agent-step | eval / train | wall |"
+        "| configuration | batches (agents) | training, ms / agent-step | training after its first quarter | "
+        "evaluation, ms / agent-step | eval / train | wall |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for row in rows:
         ratio = row["eval_ms_per_agent_step"] / row["train_ms_per_agent_step"]
+        late = row["late_train_ms_per_agent_step"]
         print(
             f"| {row['configuration']} | {' + '.join(map(str, row['batches']))} | {row['train_ms_per_agent_step']:.3f} | "
-            f"{row['eval_ms_per_agent_step']:.3f} | {ratio:.2f} | {row['wall_seconds']:.0f} s |"
+            f"{'-' if late is None else f'{late:.3f}'} | {row['eval_ms_per_agent_step']:.3f} | {ratio:.2f} | "
+            f"{row['wall_seconds']:.0f} s |"
         )
     if args.json:
         with open(args.json, "w") as file:

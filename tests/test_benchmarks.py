@@ -234,6 +234,32 @@ def test_end_to_end_costs_are_the_runners_seconds_over_every_agents_steps(tmp_pa
     assert apart["batches"] == [1, 1]
     assert apart["train_ms_per_agent_step"] == pytest.approx(1e3 * 12.0 / 2000)
     assert apart["eval_ms_per_agent_step"] == pytest.approx(1e3 * 4.0 / 4000)
+    assert mixed["late_train_ms_per_agent_step"] is None and apart["late_train_ms_per_agent_step"] is None  # not timed
+
+
+def test_end_to_end_late_pace_is_the_timed_seconds_over_every_agents_timed_steps(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from runner_end_to_end import per_agent_step_costs
+
+    runs = ["heavy / maxdiff / seed 0", "heavy / nnmppi / seed 0"]
+    pace = {"agent_steps": 750, "seconds": 3.0}  # per agent of the batch, timed once for the batch
+    for name, method in (("a", "maxdiff"), ("b", "nnmppi")):
+        _result(tmp_path / "mixed" / name, 0, method, 8.0, 2.0, batched_runs=runs, late_train_pace=pace)
+    assert per_agent_step_costs(str(tmp_path / "mixed"))["late_train_ms_per_agent_step"] == pytest.approx(1e3 * 3.0 / 1500)
+    _result(tmp_path / "apart" / "a", 0, "maxdiff", 5.0, 1.0, batched_seeds=[0], late_train_pace=pace)
+    _result(
+        tmp_path / "apart" / "b",
+        0,
+        "nnmppi",
+        7.0,
+        3.0,
+        batched_seeds=[0],
+        late_train_pace={"agent_steps": 750, "seconds": 5.0},
+    )
+    assert per_agent_step_costs(str(tmp_path / "apart"))["late_train_ms_per_agent_step"] == pytest.approx(1e3 * 8.0 / 1500)
+    _result(tmp_path / "part" / "a", 0, "maxdiff", 5.0, 1.0, batched_seeds=[0], late_train_pace=pace)
+    _result(tmp_path / "part" / "b", 0, "nnmppi", 7.0, 3.0, batched_seeds=[0])  # one batch not timed: no figure
+    assert per_agent_step_costs(str(tmp_path / "part"))["late_train_ms_per_agent_step"] is None
 
 
 @pytest.mark.slow

@@ -222,6 +222,7 @@ def test_single_shot_smoke_and_report(tmp_path):
     assert len(runs) == 6
     for run in runs:
         assert len(run.result["window_returns"]) == 3 and run.result["eval_returns"] == {}
+        assert run.result["late_train_pace"]["agent_steps"] == 225  # 300 steps, timed after the first 75
     assert experiments_main(["report", out, "--running-max"]) == 0
     report = (tmp_path / "single-shot" / "smoke" / "REPORT.md").read_text()
     assert "| swimmer | MaxDiff | 2 |" in report and "terminal window return" in report
@@ -362,6 +363,9 @@ def test_batched_seeds_write_the_files_of_separate_runs(tmp_path, capsys):
         assert (run_dir / "model.zip").exists()
         if spec.method == "maxdiff":
             assert result["batched_seeds"] == [0, 1, 2] and result["train_seconds"] > 0
+            # the pace after the first quarter of the 300 steps per agent: the other 225, in part of the seconds
+            pace = result["late_train_pace"]
+            assert pace["agent_steps"] == 225 and 0 < pace["seconds"] < result["train_seconds"]
             assert result["ergodicity"]["episodes"] >= 1
             from sb3_maxdiff import MaxDiffMPPI
 

@@ -117,6 +117,8 @@ class _GroupHook(BaseCallback):
         single_shot: list[WindowReturnLogger] | None = None,
     ):
         super().__init__()
+        self.first_step = self.timed_after = 0
+        self.clock: list[tuple[int, float]] = []  # (agent steps, time) when the timing starts and when training ends
         self.directory, self.every, self.progress = directory, every, progress
         self.episodes, self.ergodicity = episodes, ergodicity
         self.deadline = deadline or Deadline(None)
@@ -131,7 +133,24 @@ class _GroupHook(BaseCallback):
         return self.num_timesteps // self.training_env.num_envs
 
     def _on_training_start(self) -> None:
-        self.last_checkpoint = self.agent_steps
+        self.last_checkpoint = self.first_step = self.agent_steps
+        # the pace is timed after the first quarter of this call's steps: past building, graph captures, compilation
+        to_train = (self.locals.get("total_timesteps", self.num_timesteps) - self.num_timesteps) // self.training_env.num_envs
+        self.timed_after = max(to_train // 4, 1)
+
+    def _on_training_end(self) -> None:
+        if len(self.clock) == 1:
+            self.clock.append((self.agent_steps, time.perf_counter()))
+
+    def late_pace(self) -> dict[str, float] | None:
+        """
+        The agent steps of this call after its first quarter (per agent) and the seconds they took (checkpoints included),
+        None where training stopped before them: the pace of a long run, without the fixed costs.
+        """
+        if len(self.clock) < 2 or self.clock[1][0] <= self.clock[0][0]:
+            return None
+        (start_steps, start), (end_steps, end) = self.clock
+        return {"agent_steps": end_steps - start_steps, "seconds": end - start}
 
     def _on_rollout_start(self) -> None:
         if self.pending is not None:
@@ -144,6 +163,8 @@ class _GroupHook(BaseCallback):
             return False  # this step is not kept: the checkpoint was taken before it
         for _ in range(self.training_env.num_envs):
             self.progress()
+        if not self.clock and self.agent_steps - self.first_step >= self.timed_after:
+            self.clock.append((self.agent_steps, time.perf_counter()))
         dones = self.locals["dones"]
         for index, done in enumerate(dones):
             self.episodes[index] += int(done)
@@ -167,6 +188,12 @@ class _GroupHook(BaseCallback):
         save_checkpoint(self.directory, self.model, list(self.episodes), visited, self.ended, run_state)
         self.last_checkpoint = self.agent_steps
         self.deadline.save_seconds = max(self.deadline.save_seconds, time.time() - start)
+
+
+def _late_pace(hook: _GroupHook) -> dict[str, Any]:
+    """What a run's result records of its training pace: ``late_train_pace`` where the hook timed one."""
+    pace = hook.late_pace()
+    return {} if pace is None else {"late_train_pace": pace}
 
 
 def _new_model(specs: list[RunSpec], env: Any, options: ExecutionOptions, **extra: Any) -> Any:
@@ -303,6 +330,7 @@ def _train_single_shot(specs: list[RunSpec], out: str, progress: Progress, optio
     trained = []
     for index, (spec, run_dir, logger) in enumerate(zip(specs, run_dirs, windows)):
         info = {"resumed_from_steps": done, "window_returns": logger.window_returns, "final_distance": logger.x_distance}
+        info.update(_late_pace(hook))
         if batched:
             info["batched_seeds"] = [other.seed for other in specs]
             if is_mixed(specs):
@@ -375,7 +403,7 @@ def train_group(specs: list[RunSpec], out: str, progress: Progress, options: Exe
             f"{hook.deadline.reason()} at {hook.last_checkpoint} of {specs[0].steps} steps per agent, checkpoint in "
             f"{directory}"
         )
-    info = {"train_seconds": time.perf_counter() - start, "resumed_from_steps": done}
+    info = {"train_seconds": time.perf_counter() - start, "resumed_from_steps": done, **_late_pace(hook)}
     if not batched:
         model.save(os.path.join(run_dirs[0], MODEL_FILE))
         remove_checkpoints(directory)
