@@ -41,6 +41,7 @@ WRAPPER = "sb3_maxdiff/wrappers/path_entropy_reward.py"
 AGENTS = "sb3_maxdiff/common/agents.py"
 SINGLE_SHOT = "sb3_maxdiff/experiments/single_shot.py"
 EXECUTION = "sb3_maxdiff/experiments/execution.py"
+TRAINING = "sb3_maxdiff/experiments/training.py"
 POINT_MASS = "sb3_maxdiff/envs/point_mass.py"
 MUJOCO = "sb3_maxdiff/envs/mujoco.py"
 OPTIONS = "sb3_maxdiff/experiments/options.py"
@@ -254,6 +255,8 @@ MUTANTS = [
         "if True:",
     ),
     Mutant("batch_eval_clock_unwatched", EXECUTION, "                clock.step()\n", ""),
+    Mutant("late_pace_from_the_first_step", TRAINING,
+           "if not self.clock and self.agent_steps - self.first_step >= self.timed_after:", "if not self.clock:"),
     # the statistics and the readers that turn finished runs into the published tables and p-values
     Mutant("welch_pooled_dof", STATS, "dof = (var_x + var_y) ** 2 / (var_x**2 / (x.size - 1) + var_y**2 / (y.size - 1))",
            "dof = x.size + y.size - 2"),
