@@ -142,15 +142,15 @@ class _GroupHook(BaseCallback):
         if len(self.clock) == 1:
             self.clock.append((self.agent_steps, time.perf_counter()))
 
-    def late_pace(self) -> dict[str, float] | None:
+    def late_pace(self) -> dict[str, Any]:
         """
-        The agent steps of this call after its first quarter (per agent) and the seconds they took (checkpoints included),
-        None where training stopped before them: the pace of a long run, without the fixed costs.
+        What a run's result records of its pace: ``late_train_pace``, the agent steps of this call after its first
+        quarter (per agent) and the seconds they took (checkpoints included); nothing where training stopped before them.
         """
         if len(self.clock) < 2 or self.clock[1][0] <= self.clock[0][0]:
-            return None
+            return {}
         (start_steps, start), (end_steps, end) = self.clock
-        return {"agent_steps": end_steps - start_steps, "seconds": end - start}
+        return {"late_train_pace": {"agent_steps": end_steps - start_steps, "seconds": end - start}}
 
     def _on_rollout_start(self) -> None:
         if self.pending is not None:
@@ -188,12 +188,6 @@ class _GroupHook(BaseCallback):
         save_checkpoint(self.directory, self.model, list(self.episodes), visited, self.ended, run_state)
         self.last_checkpoint = self.agent_steps
         self.deadline.save_seconds = max(self.deadline.save_seconds, time.time() - start)
-
-
-def _late_pace(hook: _GroupHook) -> dict[str, Any]:
-    """What a run's result records of its training pace: ``late_train_pace`` where the hook timed one."""
-    pace = hook.late_pace()
-    return {} if pace is None else {"late_train_pace": pace}
 
 
 def _new_model(specs: list[RunSpec], env: Any, options: ExecutionOptions, **extra: Any) -> Any:
@@ -330,7 +324,7 @@ def _train_single_shot(specs: list[RunSpec], out: str, progress: Progress, optio
     trained = []
     for index, (spec, run_dir, logger) in enumerate(zip(specs, run_dirs, windows)):
         info = {"resumed_from_steps": done, "window_returns": logger.window_returns, "final_distance": logger.x_distance}
-        info.update(_late_pace(hook))
+        info.update(hook.late_pace())
         if batched:
             info["batched_seeds"] = [other.seed for other in specs]
             if is_mixed(specs):
@@ -403,7 +397,7 @@ def train_group(specs: list[RunSpec], out: str, progress: Progress, options: Exe
             f"{hook.deadline.reason()} at {hook.last_checkpoint} of {specs[0].steps} steps per agent, checkpoint in "
             f"{directory}"
         )
-    info = {"train_seconds": time.perf_counter() - start, "resumed_from_steps": done, **_late_pace(hook)}
+    info = {"train_seconds": time.perf_counter() - start, "resumed_from_steps": done, **hook.late_pace()}
     if not batched:
         model.save(os.path.join(run_dirs[0], MODEL_FILE))
         remove_checkpoints(directory)
