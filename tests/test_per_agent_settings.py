@@ -153,6 +153,17 @@ def test_alphas_follow_each_agents_schedule_and_are_logged_per_agent(tmp_path):
     assert float(last["train/alpha"]) == pytest.approx(5.0 / 3)
 
 
+def test_parameters_set_from_another_batch_plan_on_with_this_models_own_alphas():
+    """``set_parameters`` loads the other batch's alphas into the planner; the next training step writes back the
+    model's own, although they have not changed since they were last written."""
+    model = independent(n_envs=2, alpha=[1.0, 2.0], learning_starts=5)
+    model.learn(2 * 8)
+    model.set_parameters(independent(n_envs=2, alpha=[5.0, 6.0]).get_parameters())
+    assert model.policy.alpha.tolist() == [5.0, 6.0]
+    model.learn(2 * 1, reset_num_timesteps=False)
+    assert model.policy.alpha.tolist() == [1.0, 2.0]
+
+
 def test_save_load_keeps_each_agents_settings_and_predictions(tmp_path):
     model = independent(alpha=[1.0, 10.0, 0.0], control_cost=[False, False, True])
     model.learn(3 * 30)

@@ -32,6 +32,13 @@ def test_constructor_forms(algo):
     assert algo(policy="MlpPolicy", env=POINT_MASS, **TINY).n_envs == 1  # RL Zoo form
 
 
+def test_the_control_term_is_on_for_nnmppi_and_off_for_maxdiff_by_default():
+    """As in the paper's runs: NN-MPPI scores its samples with the control term, MaxDiff without it."""
+    for algo, control_cost in ((NNMPPI, True), (MaxDiffMPPI, False)):
+        model = algo(POINT_MASS, **TINY)
+        assert model.control_cost is control_cost and model.policy.planner.settings.control_cost is control_cost
+
+
 @pytest.mark.expensive
 def test_swimmer_v4_defaults():
     """The headline call, with every default (about 1-2 minutes on 2 cores)."""

@@ -49,6 +49,30 @@ def test_plain_mppi_drives_to_the_minimum_of_a_quadratic_potential():
     assert th.linalg.norm(state) < 0.3
 
 
+def test_bounded_samples_reach_the_dynamics_mapped_onto_the_bounds():
+    """Bounds that are not [-1, 1]: the dynamics see every sample in [low, high], and the command is its image too."""
+    low, high = [0.0, -2.0], [2.0, 6.0]
+    seen = []
+
+    def dynamics(state: th.Tensor, action: th.Tensor) -> th.Tensor:
+        seen.append(action.clone())
+        return state + 0.1 * action
+
+    th.manual_seed(0)
+    controller = MPPIController(dynamics, running_cost=quadratic_potential((-5.0, 20.0)), state_dim=2, action_dim=2,
+                                horizon=4, n_samples=64, noise_std=2.0, control_cost=False, low=low, high=high)  # fmt: skip
+    action = controller.command(th.zeros(2))
+    actions = th.cat([step.reshape(-1, 2) for step in seen])
+    th.testing.assert_close(actions.amin(dim=0), th.tensor(low))  # noise of std 2 clipped at both ends of [-1, 1]
+    th.testing.assert_close(actions.amax(dim=0), th.tensor(high))
+    # the planner's action in [-1, 1], mapped as the samples were: toward x = -5 and y = 20, near (low, high)
+    planned = controller.last.actions[0]
+    th.testing.assert_close(action, th.tensor(low) + (planned + 1.0) / 2.0 * (th.tensor(high) - th.tensor(low)))
+    assert action[0] < 0.5 and action[1] > 4.0
+    mapped = controller.model.to_action(th.tensor([[-3.0, 3.0], [0.0, 0.0]]))  # outside [-1, 1]: at the bounds
+    th.testing.assert_close(mapped, th.tensor([[0.0, 6.0], [1.0, 2.0]]))
+
+
 def spread(alpha: float, seed: int = 0, steps: int = 300) -> float:
     """Std of the positions a differential drive visits in the quadratic potential, after it has come down."""
     th.manual_seed(seed)
@@ -90,6 +114,14 @@ def test_the_bimodal_potential_has_its_wells_at_its_centres():
     values = potential(th.tensor([[-2.0, 0.0], [2.0, 0.0], [0.0, 0.0], [10.0, 10.0]]))
     assert values[0] == values[1] and values[0] < values[2] < values[3]
     assert values[0].item() == pytest.approx(-1.0 - np.exp(-8.0))
+
+
+def test_the_integrators_take_an_explicit_euler_step():
+    """The position moves with the velocity of the start of the step, not the one the action leads to."""
+    next_state = DoubleIntegrator(dt=0.1)(th.tensor([[1.0, 2.0, 3.0, -1.0]]), th.tensor([[0.5, 2.0]]))
+    th.testing.assert_close(next_state, th.tensor([[1.3, 1.9, 3.05, -0.8]]))
+    next_position = SingleIntegrator(dt=0.5)(th.tensor([[1.0, 2.0]]), th.tensor([[-2.0, 4.0]]))
+    th.testing.assert_close(next_position, th.tensor([[0.0, 4.0]]))
 
 
 def test_a_differential_drive_moves_along_its_heading():

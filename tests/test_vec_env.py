@@ -49,6 +49,39 @@ def test_threads_give_the_steps_of_one_after_the_other(env_id, n_threads):
     _assert_same(serial, threaded)
 
 
+class _Countdown(gym.Env):
+    """Terminates at its ``length``-th step, and after ``length // 2`` steps for odd seeds: with a time limit of
+    ``length`` steps, some episodes end terminated and truncated at once, others terminated alone."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (1,))
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,))
+
+    def __init__(self, length: int = 3):
+        self.length, self.steps, self.end = length, 0, length
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.steps, self.end = 0, int(self.np_random.choice([self.length, self.length // 2]))
+        return np.array([10.0 * self.end], dtype=np.float32), {}
+
+    def step(self, action):
+        self.steps += 1
+        return np.array([self.steps], dtype=np.float32), float(action[0]), self.steps >= self.end, False, {}
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_an_episode_that_terminates_at_its_time_limit_ends_as_in_one_after_the_other(n_threads):
+    """Terminated at the time limit is no truncation (``TimeLimit.truncated`` False), and the terminal observation
+    is the last of the episode, not the reset's, as ``DummyVecEnv`` has them."""
+    make = [lambda: gym.wrappers.TimeLimit(_Countdown(4), max_episode_steps=4)] * 4
+    serial = _rollout(DummyVecEnv(make), 12)
+    threaded = _rollout(ThreadedVecEnv(make, n_threads), 12)
+    ends = [info for _, _, _, infos in serial[1:] for info in infos if "terminal_observation" in info]
+    assert {info["TimeLimit.truncated"] for info in ends} == {False}  # terminated, at the limit or before it
+    assert {float(info["terminal_observation"][0]) for info in ends} == {2.0, 4.0}
+    _assert_same(serial, threaded)
+
+
 def test_each_thread_steps_its_own_share_at_the_same_time():
     """Two shares of two environments: their steps meet at a barrier, which only concurrent threads pass."""
     barrier, seen = threading.Barrier(2, timeout=10), []

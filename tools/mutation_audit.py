@@ -48,6 +48,13 @@ OPTIONS = "sb3_maxdiff/experiments/options.py"
 STATS = "sb3_maxdiff/experiments/stats.py"
 RESULTS = "sb3_maxdiff/experiments/results.py"
 EPISODES = "sb3_maxdiff/experiments/episodes.py"
+SYNTHESIS = "sb3_maxdiff/synthesis/controller.py"
+SYSTEMS = "sb3_maxdiff/synthesis/systems.py"
+VEC_ENV = "sb3_maxdiff/common/vec_env.py"
+TRAINING_STATS = "sb3_maxdiff/common/training_stats.py"
+MAXDIFF = "sb3_maxdiff/maxdiff/maxdiff.py"
+BATCHING = "sb3_maxdiff/experiments/batching.py"
+CHECKPOINTS = "sb3_maxdiff/experiments/checkpoints.py"
 
 
 class Mutant(NamedTuple):
@@ -257,6 +264,69 @@ MUTANTS = [
     Mutant("batch_eval_clock_unwatched", EXECUTION, "                clock.step()\n", ""),
     Mutant("late_pace_from_the_first_step", TRAINING,
            "if not self.clock and self.agent_steps - self.first_step >= self.timed_after:", "if not self.clock:"),
+    # the controller over known dynamics and the synthesis examples' systems
+    Mutant("controller_cost_not_negated", SYNTHESIS, "lambda state, action: -cost(state, action)",
+           "lambda state, action: cost(state, action)"),
+    Mutant("controller_action_unclipped", SYNTHESIS, "th.addcmul(middle, action.clamp(-1.0, 1.0), half_range)",
+           "th.addcmul(middle, action, half_range)"),
+    Mutant("controller_full_range", SYNTHESIS, "0.5 * (high - low))", "(high - low))"),
+    Mutant("controller_samples_unmapped", SYNTHESIS, "            action = th.addcmul(middle, action, half_range)\n",
+           "            pass\n"),
+    Mutant("controller_no_warm_start", SYNTHESIS, "self.nominal = self.last.nominal", "self.nominal = self.nominal"),
+    Mutant("controller_reset_keeps_visited", SYNTHESIS, "            self.visited.reset()\n", "            pass\n"),
+    Mutant("controller_history_one_more", SYNTHESIS, "VisitedStates(self.history) if", "VisitedStates(self.history + 1) if"),
+    Mutant("double_integrator_semi_implicit", SYSTEMS, "position + self.dt * velocity, velocity + self.dt * action",
+           "position + self.dt * (velocity + self.dt * action), velocity + self.dt * action"),
+    Mutant("differential_drive_cos_sin_swapped", SYSTEMS,
+           "x + self.dt * speed * th.cos(heading), y + self.dt * speed * th.sin(heading)",
+           "x + self.dt * speed * th.sin(heading), y + self.dt * speed * th.cos(heading)"),
+    Mutant("bimodal_width_not_doubled", SYSTEMS, "/ (2.0 * width**2)", "/ width**2"),
+    Mutant("reward_of_potential_not_negated", SYSTEMS, "lambda state, action: -potential(state)",
+           "lambda state, action: potential(state)"),
+    Mutant("quadratic_potential_not_squared", SYSTEMS, "scale * ((state[..., :2] - center_tensor.to(state)) ** 2).sum(dim=-1)",
+           "scale * (state[..., :2] - center_tensor.to(state)).abs().sum(dim=-1)"),
+    # the environments stepped in threads
+    Mutant("threaded_truncation_of_a_termination", VEC_ENV, 'info["TimeLimit.truncated"] = truncated and not terminated',
+           'info["TimeLimit.truncated"] = truncated'),
+    Mutant("threaded_last_env_unstepped", VEC_ENV, "np.linspace(0, len(envs), n_threads + 1)",
+           "np.linspace(0, len(envs) - 1, n_threads + 1)"),
+    Mutant("threaded_terminal_obs_after_reset", VEC_ENV,
+           'info["terminal_observation"] = obs\n                obs, self.reset_infos[env_idx] = self.envs[env_idx].reset()',
+           'obs, self.reset_infos[env_idx] = self.envs[env_idx].reset()\n                info["terminal_observation"] = obs'),
+    # what the training logs
+    Mutant("logged_losses_over_attempts", TRAINING_STATS, 'sums["losses"] / np.maximum(applied, 1.0)',
+           'sums["losses"] / max(attempted, 1)'),
+    Mutant("logged_planner_stats_summed", TRAINING_STATS, 'sums["planner"] / self.planner_calls', 'sums["planner"]'),
+    Mutant("updates_counted_by_the_luckiest_agent", TRAINING_STATS, "round(float(np.min(applied)))",
+           "round(float(np.max(applied)))"),
+    Mutant("skipped_update_losses_logged", TRAINING_STATS,
+           "th.where(finite, losses, th.zeros((), device=losses.device))", "losses"),
+    # MaxDiff's alpha as the planner reads it
+    Mutant("per_agent_alpha_written_once", MAXDIFF, "elif values != self._alpha_shown:",
+           "elif self._alpha_shown is None:"),
+    Mutant("auto_alpha_overwritten_by_fixed", MAXDIFF, "th.where(auto.reshape(buffer.shape), buffer, fixed)", "fixed"),
+    Mutant("auto_alpha_start_ignored", MAXDIFF, "alpha.start_value if isinstance(alpha, AutoAlpha) else value",
+           "1.0 if isinstance(alpha, AutoAlpha) else value"),
+    Mutant("loaded_alpha_not_rewritten", MAXDIFF, "        self._alpha_shown = None  # the loaded",
+           "        pass  # the loaded"),
+    Mutant("maxdiff_control_cost_on_by_default", MAXDIFF, "control_cost: bool | list[bool] = False,",
+           "control_cost: bool | list[bool] = True,"),
+    # the runner's batches and checkpoints
+    Mutant("nnmppi_agent_with_alpha", BATCHING, "return parameters[name].default if name in parameters else 0.0",
+           "return parameters[name].default if name in parameters else 1.0"),
+    Mutant("mixed_batch_drops_nnmppi", BATCHING,
+           "parts[first] = [spec for spec in group if spec in nnmppi or spec in parts[first]]",
+           "parts[first] = parts[first]"),
+    Mutant("mixed_batch_first_alpha_for_all", BATCHING,
+           "kwargs[name] = values if any(value != values[0] for value in values) else values[0]",
+           "kwargs[name] = values[0]"),
+    Mutant("monitor_cut_one_short", CHECKPOINTS, "lines[: 2 + episodes]", "lines[: 1 + episodes]"),
+    Mutant("resume_without_numpy_stream", CHECKPOINTS, 'np.random.set_state(state["numpy"])', "pass"),
+    Mutant("checkpoint_without_warm_start", CHECKPOINTS,
+           '"nominal": None if nominal is None else nominal.detach().cpu().clone(),', '"nominal": None,'),
+    Mutant("resume_notes_of_later_tries_kept", CHECKPOINTS,
+           'kept = [resume for resume in read_resumes(run_dir) if resume["agent_timesteps"] < agent_timesteps]',
+           "kept = read_resumes(run_dir)"),
     # the statistics and the readers that turn finished runs into the published tables and p-values
     Mutant("welch_pooled_dof", STATS, "dof = (var_x + var_y) ** 2 / (var_x**2 / (x.size - 1) + var_y**2 / (y.size - 1))",
            "dof = x.size + y.size - 2"),
@@ -293,14 +363,15 @@ MUTANTS = [
 ]  # fmt: skip
 
 # the tests that check what is computed, fastest first (the library's about 6 minutes on 2 cores when no mutant is
-# caught), then the environments, the overlapped updates, the single-shot windows and the runner's batches and time
-# limit
+# caught), then the environments (stepped in threads too), the overlapped updates, the single-shot windows and the
+# runner's batches and time limit
 TESTS = [
     "tests/test_known_answers.py",
     "tests/test_entropy.py",
     "tests/test_mppi.py",
     "tests/test_model.py",
     "tests/test_buffers.py",
+    "tests/test_training_stats.py",
     "tests/test_per_agent_settings.py",
     "tests/test_auto_alpha.py",
     "tests/test_wrappers.py",
@@ -312,6 +383,7 @@ TESTS = [
     "tests/test_learning.py",
     "tests/test_envs.py",
     "tests/test_mujoco_envs.py",
+    "tests/test_vec_env.py",
     "tests/test_overlap_updates.py",
     "tests/test_single_shot.py",
     "tests/test_batches_and_time_limit.py",
