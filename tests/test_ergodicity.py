@@ -66,6 +66,43 @@ def test_callback_logs_and_keeps_each_episode(tmp_path):
         assert key in log
 
 
+class _Conveyor(gym.Env):
+    """Moves one cell along x per step whatever the action; episode k (from 0) starts at x = k: straight paths of known
+    cells, each one cell further on."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (2,))
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,))
+    resets = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x, self.resets = float(self.resets), self.resets + 1
+        return np.array([self.x, 0.5], dtype=np.float32), {}
+
+    def step(self, action):
+        self.x += 1.0
+        return np.array([self.x, 0.5], dtype=np.float32), 0.0, False, False, {}
+
+
+@pytest.mark.parametrize("length", [12, 20])
+def test_callback_scores_each_episode_from_its_start_to_its_last_state(length):
+    """Episodes of ``length`` steps: each path is the ``length + 1`` states from the reset to the one the time limit
+    ends on (the VecEnv has already reset), a straight line over known cells of a grid of unit cells."""
+    model = NNMPPI(gym.wrappers.TimeLimit(_Conveyor(), length), **{**TINY, "learning_starts": 1000})
+    grid = dict(dims=[0, 1], low=[0, 0], high=[30, 1], bins=30)
+    callback = ErgodicityLogger(**grid, min_length=length + 1)
+    model.learn(3 * length, callback=callback)
+    assert len(callback.episodes) == 3
+    for k, episode in enumerate(callback.episodes):
+        assert episode["timesteps"] == (k + 1) * length
+        assert episode["msd_exponent"] == pytest.approx(2.0)  # a straight line at constant speed
+        assert episode["episode_coverage"] == pytest.approx((length + 1) / 30**2)  # x = k .. k + length
+        assert episode["coverage"] == pytest.approx((length + 1 + k) / 30**2)  # x = 0 .. k + length so far
+    longer = ErgodicityLogger(**grid, min_length=length + 2)
+    model.learn(length, callback=longer)
+    assert longer.episodes == []  # one state too few to be scored
+
+
 def test_callback_rejects_bad_grids():
     with pytest.raises(ValueError, match="same length"):
         ErgodicityLogger(dims=[0, 1], low=[-5], high=[5, 5])

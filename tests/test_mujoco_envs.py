@@ -83,12 +83,12 @@ def test_ant_reward_is_forward_velocity():
     assert reward == pytest.approx(info["x_velocity"])
 
 
-def flip_ant(env: gym.Env, tilt: float) -> None:
-    """Put the torso at `tilt` radians from the vertical (rotation about the x axis)."""
+def flip_ant(env: gym.Env, tilt: float, axis: tuple[float, float, float] = (1.0, 0.0, 0.0)) -> None:
+    """Turn the torso by `tilt` radians about `axis` (a unit vector; the x axis by default) from upright."""
     ant: Any = env.unwrapped  # the MuJoCo environment: data, model, set_state
     qpos, qvel = ant.data.qpos.copy(), np.zeros_like(ant.data.qvel)
     qpos[2] = 1.0
-    qpos[3:7] = [np.cos(tilt / 2), np.sin(tilt / 2), 0.0, 0.0]
+    qpos[3:7] = [np.cos(tilt / 2), *(np.sin(tilt / 2) * np.asarray(axis))]
     ant.set_state(qpos, qvel)
     mujoco.mj_forward(ant.model, ant.data)
 
@@ -99,6 +99,18 @@ def steps_until_termination(env: gym.Env, max_steps: int = 60) -> int | None:
         if terminated:
             return step
     return None
+
+
+@pytest.mark.parametrize(
+    "axis, turn, tilt",
+    [((1.0, 0.0, 0.0), 2.0, 2.0), ((0.0, 1.0, 0.0), 2.0, 2.0), ((0.0, 0.0, 1.0), 2.0, 0.0), ((0.6, 0.8, 0.0), 0.5, 0.5)],
+)
+def test_ant_tilt_is_the_angle_between_the_torso_axis_and_the_vertical(axis, turn, tilt):
+    """A turn about any horizontal axis tilts the torso by its angle; a turn about the vertical does not tilt it."""
+    env = gym.make(ANT)
+    env.reset(seed=0)
+    flip_ant(env, turn, axis)
+    assert env.unwrapped.torso_tilt == pytest.approx(tilt, abs=1e-6)
 
 
 def test_ant_terminates_after_one_second_upside_down():
@@ -126,6 +138,18 @@ def test_ant_recovers_if_it_rights_itself_in_time():
     assert not env.step(np.zeros(8))[2] and ant._upside_down_for == 0.0
     flip_ant(env, np.pi)  # the clock starts again from zero
     assert steps_until_termination(env) == 21
+
+
+def test_ant_reset_restarts_the_upside_down_clock():
+    env = gym.make(ANT)
+    env.reset(seed=0)
+    env.unwrapped.model.opt.gravity[:] = 0.0
+    flip_ant(env, np.pi)
+    for _ in range(15):  # 0.75 s upside down, then a new episode
+        assert not env.step(np.zeros(8))[2]
+    env.reset(seed=1)
+    flip_ant(env, np.pi)
+    assert steps_until_termination(env) == 21  # a whole second again
 
 
 def test_ant_tilt_below_threshold_never_terminates():

@@ -216,23 +216,28 @@ def test_single_shot_run_stopped_by_its_time_limit_carries_on_exactly(tmp_path, 
     _same_run(run_dir, tmp_path / "whole" / spec.relpath, stopped, whole)
 
 
-def test_killed_single_shot_run_carries_on_from_its_last_checkpoint(tmp_path, monkeypatch):
+@pytest.mark.parametrize("checkpoint_every, last_checkpoint", [(100, 200), (150, 150)])
+def test_killed_single_shot_run_carries_on_from_its_last_checkpoint(tmp_path, monkeypatch, checkpoint_every, last_checkpoint):
+    """Killed at step 250, with windows of 100 steps: from a checkpoint at 150, the row of the window that ended at 200
+    is written again, not kept twice."""
     from test_experiment_runner import Killed, kill_after_progress_calls
 
     from sb3_maxdiff.experiments.execution import execute_run
 
-    spec = _single_shot_spec("maxdiff", checkpoint_every=100)
+    spec = _single_shot_spec("maxdiff", checkpoint_every=checkpoint_every)
     whole = execute_run(spec, str(tmp_path / "whole"))
     kill_after_progress_calls(monkeypatch, 250)
     with pytest.raises(Killed):
         execute_run(spec, str(tmp_path / "killed"))
     run_dir = tmp_path / "killed" / spec.relpath
     assert sorted(path.name for path in run_dir.glob("checkpoint_*")) == [
-        f"checkpoint_200{suffix}" for suffix in (".zip", "_random_state.pkl", "_replay_buffer.pkl", "_run_state.pkl")
+        f"checkpoint_{last_checkpoint}{suffix}"
+        for suffix in (".zip", "_random_state.pkl", "_replay_buffer.pkl", "_run_state.pkl")
     ]
+    assert len((run_dir / "windows.csv").read_text().splitlines()) == 1 + 2  # the windows to 100 and 200
     monkeypatch.undo()
     killed = execute_run(spec, str(tmp_path / "killed"))
-    assert killed["resumed_from_steps"] == 200
+    assert killed["resumed_from_steps"] == last_checkpoint
     _same_run(run_dir, tmp_path / "whole" / spec.relpath, killed, whole)
 
 

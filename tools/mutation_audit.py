@@ -55,6 +55,8 @@ TRAINING_STATS = "sb3_maxdiff/common/training_stats.py"
 MAXDIFF = "sb3_maxdiff/maxdiff/maxdiff.py"
 BATCHING = "sb3_maxdiff/experiments/batching.py"
 CHECKPOINTS = "sb3_maxdiff/experiments/checkpoints.py"
+CALLBACKS = "sb3_maxdiff/common/callbacks.py"
+PRECISION = "sb3_maxdiff/common/precision.py"
 
 
 class Mutant(NamedTuple):
@@ -327,6 +329,40 @@ MUTANTS = [
     Mutant("resume_notes_of_later_tries_kept", CHECKPOINTS,
            'kept = [resume for resume in read_resumes(run_dir) if resume["agent_timesteps"] < agent_timesteps]',
            "kept = read_resumes(run_dir)"),
+    # the paper's MuJoCo bodies
+    Mutant("ant_tilt_of_the_wrong_axes", MUJOCO, "1.0 - 2.0 * (x * x + y * y)", "1.0 - 2.0 * (x * x + z * z)"),
+    Mutant("ant_upside_down_clock_not_restarted", MUJOCO, "if self.torso_tilt > self.max_tilt else 0.0",
+           "if self.torso_tilt > self.max_tilt else self._upside_down_for"),
+    Mutant("ant_reset_keeps_the_clock", MUJOCO, "        self._upside_down_for = 0.0\n        return super().reset_model()",
+           "        return super().reset_model()"),
+    Mutant("ant_ends_at_the_first_upside_down_step", MUJOCO, "self._upside_down_for > self.upside_down_time + 1e-9",
+           "self._upside_down_for > 0.0"),
+    Mutant("mujoco_actions_unclipped", MUJOCO,
+           "np.clip(np.asarray(action, dtype=np.float64), self.action_space.low, self.action_space.high)",
+           "np.asarray(action, dtype=np.float64)"),
+    Mutant("swimmer_without_x_y", MUJOCO,
+           'kwargs.setdefault("exclude_current_positions_from_observation", False)\n        self.light_tail',
+           'kwargs.setdefault("exclude_current_positions_from_observation", True)\n        self.light_tail'),
+    # the ergodicity diagnostics of training paths
+    Mutant("ergodicity_path_ends_at_the_reset", CALLBACKS, "obs if final is None else final", "obs"),
+    Mutant("ergodicity_coverage_of_the_last_episode", CALLBACKS, "self.visited |= cells", "self.visited = set(cells)"),
+    Mutant("ergodicity_shortest_episode_skipped", CALLBACKS, "if len(path) < self.min_length:",
+           "if len(path) <= self.min_length:"),
+    Mutant("ergodicity_next_path_without_its_start", CALLBACKS,
+           "self._paths[index] = [obs.astype(np.float64)[self.dims]]", "self._paths[index] = []"),
+    # planner_dtype="auto"
+    Mutant("bfloat16_native_on_every_cpu", PRECISION,
+           'return device.type == "cpu" and bool(cpu_flags() & BFLOAT16_CPU_FLAGS)', 'return device.type == "cpu"'),
+    Mutant("bfloat16_kept_when_barely_faster", PRECISION,
+           'faster = seconds["bfloat16"] < SPEED_MARGIN * seconds["float32"]',
+           'faster = seconds["bfloat16"] < seconds["float32"]'),
+    # the single-shot windows
+    Mutant("window_steps_of_every_agent", SINGLE_SHOT, "steps = self.num_timesteps // self.training_env.num_envs",
+           "steps = self.num_timesteps"),
+    Mutant("resumed_window_file_keeps_later_rows", SINGLE_SHOT, "file.readlines()[: 1 + len(self.window_returns)]",
+           "file.readlines()"),
+    Mutant("window_one_step_longer", SINGLE_SHOT, "if self._steps_in_window == self.window:",
+           "if self._steps_in_window == self.window + 1:"),
     # the statistics and the readers that turn finished runs into the published tables and p-values
     Mutant("welch_pooled_dof", STATS, "dof = (var_x + var_y) ** 2 / (var_x**2 / (x.size - 1) + var_y**2 / (y.size - 1))",
            "dof = x.size + y.size - 2"),
@@ -383,6 +419,7 @@ TESTS = [
     "tests/test_learning.py",
     "tests/test_envs.py",
     "tests/test_mujoco_envs.py",
+    "tests/test_action_semantics.py",
     "tests/test_vec_env.py",
     "tests/test_overlap_updates.py",
     "tests/test_single_shot.py",
