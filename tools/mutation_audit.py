@@ -410,6 +410,7 @@ TESTS = [
     "tests/test_training_stats.py",
     "tests/test_per_agent_settings.py",
     "tests/test_auto_alpha.py",
+    "tests/test_precision.py",
     "tests/test_wrappers.py",
     "tests/test_history.py",
     "tests/test_ergodicity.py",
