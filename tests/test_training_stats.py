@@ -56,14 +56,14 @@ def test_the_losses_are_the_means_over_each_agents_applied_updates_and_the_count
 def test_the_planner_statistics_are_the_means_over_calls_and_agents():
     stats = TrainingStats()
     first = th.arange(3 * len(STAT_NAMES), dtype=th.float32).reshape(3, -1)
-    second = 3.0 * first
-    second[1, STAT_NAMES.index("nonfinite")] = 4.0
+    second, nonfinite_column = 3.0 * first, STAT_NAMES.index("nonfinite")
+    second[1, nonfinite_column] = 4.0
     stats.add_plan(first)
     stats.add_plan(second)
     logged, _, nonfinite = flushed(stats)
     for column, name in enumerate(STAT_NAMES):
         assert logged[f"planner/{name}"] == pytest.approx(float(((first + second) / 2.0)[:, column].mean()))
-    assert nonfinite == [float(first[:, STAT_NAMES.index("nonfinite")].sum()) + float(second[:, 3].sum())]
+    assert nonfinite == [float(first[:, nonfinite_column].sum()) + float(second[:, nonfinite_column].sum())]
 
 
 def test_one_shared_model_counts_its_updates_as_they_are_applied():
