@@ -322,3 +322,20 @@ def test_a_single_shot_batch_stopped_by_its_time_limit_carries_on_exactly(tmp_pa
             {"episodes": 0, "agent_timesteps": 170, "exact": True, "device": "cpu"}
         ]
         _same_run(run_dir, tmp_path / "whole" / spec.relpath, resumed, uninterrupted)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ('{"seed": 3}', "--kwargs may not set 'seed': give --seed"),
+        ('{"env": "Pendulum-v1"}', "--kwargs may not set 'env': give --env"),
+        ('{"policy": "CnnPolicy"}', "--kwargs may not set 'policy'"),
+        ("[1, 2]", "--kwargs: must be a JSON object"),
+        ("{n_samples: 8}", "--kwargs: must be a JSON object"),
+    ],
+)
+def test_single_shot_command_refuses_bad_kwargs(kwargs, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        experiments_main(["single-shot", "--algo", "nnmppi", "--env", SWIMMER_LIGHT, "--steps", "20", "--kwargs", kwargs])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err

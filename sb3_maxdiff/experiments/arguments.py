@@ -4,12 +4,22 @@ value with a message that says what it wanted, which argparse prefixes with the 
 """
 
 import argparse
+import json
 import re
 import time
+from typing import Any
 
 from sb3_maxdiff.cli import int_at_least, non_negative_int, positive_int
 
-__all__ = ["describe_time_limit", "duration_seconds", "gpu_share", "int_at_least", "non_negative_int", "positive_int"]
+__all__ = [
+    "describe_time_limit",
+    "duration_seconds",
+    "gpu_share",
+    "int_at_least",
+    "json_kwargs",
+    "non_negative_int",
+    "positive_int",
+]
 
 
 def gpu_share(text: str) -> float:
@@ -20,6 +30,18 @@ def gpu_share(text: str) -> float:
         value = float("nan")
     if not (0 < value <= 1 or (value > 1 and value.is_integer())):
         raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1] or a whole number of GPUs, got {text}")
+    return value
+
+
+def json_kwargs(text: str) -> dict[str, Any]:
+    """An argparse ``type`` for keyword arguments written as a JSON object, e.g. ``'{"n_samples": 100}'``."""
+    wanted = """must be a JSON object such as '{"n_samples": 100}'"""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"{wanted} ({error}), got {text}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{wanted}, got {text}")
     return value
 
 

@@ -15,7 +15,6 @@ for it (``hyperparams/``), else with the algorithm's defaults; ``--defaults`` al
 import argparse
 import csv
 import dataclasses
-import json
 import os
 from typing import Any, NamedTuple
 
@@ -27,7 +26,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.type_aliases import MaybeCallback
 
 from sb3_maxdiff.experiments.algos import ALGOS, get_algo
-from sb3_maxdiff.experiments.arguments import non_negative_int, positive_int
+from sb3_maxdiff.experiments.arguments import json_kwargs, non_negative_int, positive_int
 from sb3_maxdiff.experiments.presets import MAXDIFF_AUTO, PRESET_ENVS, PRESETS, cell_kwargs, get_budget, published_kwargs
 from sb3_maxdiff.experiments.zoo_files import SAC_ZOO
 
@@ -219,7 +218,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> SingleShotRe
     parser.add_argument("--csv", default=None, help="CSV file for the window returns")
     parser.add_argument("--save", default=None, help="where to save the trained model")
     parser.add_argument(
-        "--kwargs", type=json.loads, default={}, help="algorithm keyword arguments as JSON, on top of the settings"
+        "--kwargs", type=json_kwargs, default={}, help="algorithm keyword arguments as JSON, on top of the settings"
     )
     parser.add_argument(
         "--defaults", action="store_true", help="start from the algorithm's defaults instead of the paper's settings"
@@ -227,6 +226,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> SingleShotRe
     parser.add_argument("--progress-bar", action="store_true")
     parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (more oversubscribe a busy machine)")
     args = parser.parse_args(argv)
+    # the arguments the command passes itself (a second value would be a TypeError deep in the algorithm)
+    own_arguments = {"seed": "give --seed", "env": "give --env", "policy": "the command always builds an MlpPolicy"}
+    for key in sorted(own_arguments.keys() & args.kwargs.keys()):
+        parser.error(f"--kwargs may not set {key!r}: {own_arguments[key]}")
     torch.set_num_threads(args.threads)
 
     algo = get_algo(args.algo)
