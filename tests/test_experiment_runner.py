@@ -116,6 +116,15 @@ def test_first_seed_adds_seeds_to_a_cell(capsys):
     assert "--seeds: must be a positive integer, got two" in capsys.readouterr().err
 
 
+def test_a_seeds_run_is_the_same_whichever_range_it_is_listed_in():
+    """A sweep resumed with a later --first-seed (the seeds before it done elsewhere) runs each seed as the first did."""
+    whole = build_specs("single-shot-jitter", "reduced", range(10, 20), steps=30_000)
+    rest = build_specs("single-shot-jitter", "reduced", range(14, 20), steps=30_000)
+    assert [spec.seed for spec in rest] == list(range(14, 20))
+    assert [spec for spec in whole if spec.seed >= 14] == rest
+    assert {spec.relpath for spec in rest} <= {spec.relpath for spec in whole}
+
+
 @pytest.mark.slow
 def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
     """One setting of a preset's smoke budget with the local executor, a rerun that skips it, a report, an export."""
