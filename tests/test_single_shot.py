@@ -339,3 +339,108 @@ def test_single_shot_command_refuses_bad_kwargs(kwargs, message, capsys):
         experiments_main(["single-shot", "--algo", "nnmppi", "--env", SWIMMER_LIGHT, "--steps", "20", "--kwargs", kwargs])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def _command(tmp_path, name: str, *extra: str) -> list[str]:
+    """A small single-shot command writing its CSV and model under ``tmp_path / name``."""
+    small = '{"horizon": 4, "n_samples": 8, "learning_starts": 50, "batch_size": 32, "policy_kwargs": {"net_arch": [16]}}'
+    folder = tmp_path / name
+    return [
+        "single-shot", "--algo", "maxdiff", "--env", SWIMMER_LIGHT, "--steps", "300", "--window", "100",
+        "--kwargs", small, "--csv", str(folder / "windows.csv"), "--save", str(folder / "model.zip"), *extra,
+    ]  # fmt: skip
+
+
+def _same_command_run(tmp_path, resumed: str, whole: str) -> None:
+    """The command carried on from its checkpoint gave what the uninterrupted one gave, and left no checkpoint."""
+    import torch as th
+
+    assert (tmp_path / resumed / "windows.csv").read_text() == (tmp_path / whole / "windows.csv").read_text()
+    models = [get_algo("maxdiff").load(tmp_path / name / "model.zip").policy.state_dict() for name in (resumed, whole)]
+    assert all(th.equal(models[0][key], models[1][key]) for key in models[1])
+    assert not list((tmp_path / resumed / "checkpoints").glob("checkpoint*"))
+
+
+def test_single_shot_command_stopped_by_its_time_limit_carries_on_exactly(tmp_path, monkeypatch, capsys):
+    import json
+
+    from sb3_maxdiff.experiments.options import EXIT_TIME_LIMIT
+
+    whole = experiments_main(_command(tmp_path, "whole"))
+    checkpoints = tmp_path / "stopped" / "checkpoints"
+    command = _command(tmp_path, "stopped", "--checkpoint-dir", str(checkpoints), "--time-limit", "10h")
+    _no_time_left_at_step(monkeypatch, 170)
+    assert experiments_main(command) == EXIT_TIME_LIMIT == 3
+    assert "stopped before the time limit at 170 of 300 steps" in capsys.readouterr().out
+    assert json.loads((checkpoints / "checkpoint.json").read_text())["agent_timesteps"] == 170
+    assert len((tmp_path / "stopped" / "windows.csv").read_text().splitlines()) == 1 + 1
+    assert not (tmp_path / "stopped" / "model.zip").exists()  # saved once trained
+    monkeypatch.undo()
+    resumed = experiments_main(command)
+    assert "carrying on from the checkpoint at step 170 of 300" in capsys.readouterr().out
+    assert resumed == whole  # the window returns and the distance
+    _same_command_run(tmp_path, "stopped", "whole")
+
+
+def test_killed_single_shot_command_carries_on_from_its_last_checkpoint(tmp_path, monkeypatch):
+    from test_experiment_runner import Killed, kill_after_progress_calls
+
+    whole = experiments_main(_command(tmp_path, "whole"))
+    checkpoints = tmp_path / "killed" / "checkpoints"
+    command = _command(tmp_path, "killed", "--checkpoint-dir", str(checkpoints), "--checkpoint-every", "150")
+    kill_after_progress_calls(monkeypatch, 250)
+    with pytest.raises(Killed):
+        experiments_main(command)
+    assert sorted(path.name for path in checkpoints.glob("checkpoint_*")) == [
+        f"checkpoint_150{suffix}" for suffix in (".zip", "_random_state.pkl", "_replay_buffer.pkl", "_run_state.pkl")
+    ]
+    assert len((tmp_path / "killed" / "windows.csv").read_text().splitlines()) == 1 + 2  # to 100 and 200
+    monkeypatch.undo()
+    assert experiments_main(command) == whole  # the window to 200 written again from the checkpoint at 150, not twice
+    _same_command_run(tmp_path, "killed", "whole")
+
+
+def test_single_shot_command_stops_on_sigterm_and_puts_the_handlers_back(tmp_path, monkeypatch, capsys):
+    import os
+    import signal
+
+    from sb3_maxdiff.experiments import training
+    from sb3_maxdiff.experiments.options import EXIT_TIME_LIMIT, StopRequest
+
+    calls = {"n": 0}
+
+    def step_then_signal(self):
+        calls["n"] += 1
+        if calls["n"] == 120:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(training.Progress, "__call__", step_then_signal)
+    checkpoints = tmp_path / "run" / "checkpoints"
+    assert experiments_main(_command(tmp_path, "run", "--checkpoint-dir", str(checkpoints))) == EXIT_TIME_LIMIT
+    assert "stopped on SIGTERM at 120 of 300 steps" in capsys.readouterr().out
+    assert (checkpoints / "checkpoint_120.zip").exists()
+    assert signal.getsignal(signal.SIGTERM) is before and StopRequest.signal_name is None
+
+
+@pytest.mark.parametrize(
+    "changed, message",
+    [
+        (["--seed", "1"], "holds a run started with other seed (seed=0)"),
+        (["--window", "50"], "holds a run started with other window (window=100)"),
+    ],
+)
+def test_single_shot_command_refuses_another_runs_checkpoint(tmp_path, monkeypatch, capsys, changed, message):
+    checkpoints = str(tmp_path / "run" / "checkpoints")
+    _no_time_left_at_step(monkeypatch, 60)
+    experiments_main(_command(tmp_path, "run", "--checkpoint-dir", checkpoints, "--time-limit", "10h"))
+    with pytest.raises(SystemExit) as exit_info:
+        experiments_main([*_command(tmp_path, "run", "--checkpoint-dir", checkpoints), *changed])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option, value", [("--time-limit", "30"), ("--checkpoint-every", "100")])
+def test_single_shot_command_options_that_need_a_checkpoint_dir(option, value, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        experiments_main(["single-shot", "--algo", "nnmppi", "--env", SWIMMER_LIGHT, option, value])
+    assert exit_info.value.code == 2 and f"{option} needs --checkpoint-dir" in capsys.readouterr().err

@@ -5,7 +5,7 @@ Experiment tooling, by concern:
   run's plain spec, folder and files), ``algos``;
 - running it: ``runner`` (the ``run`` command, local processes or Ray), ``execution`` (a group trained, each run
   evaluated), ``options``, ``batching``, ``training``, ``checkpoints``, ``environments``, ``single_shot``,
-  ``transfer``;
+  ``single_shot_command``, ``transfer``;
 - reading the results: ``results`` (finished runs read back), ``stats`` (one std, ddof 1), ``report``, ``episodes``
   (per-episode CSV export and ``tabulate``).
 """

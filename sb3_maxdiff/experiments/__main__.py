@@ -3,14 +3,14 @@
 import argparse
 import sys
 
-from sb3_maxdiff.experiments import episodes, report, runner, single_shot, transfer
+from sb3_maxdiff.experiments import episodes, report, runner, single_shot_command, transfer
 
 COMMANDS = {
     "run": runner.main,
     "report": report.main,
     "export": episodes.export_main,
     "tabulate": episodes.tabulate_main,
-    "single-shot": single_shot.main,
+    "single-shot": single_shot_command.main,
     "transfer": transfer.main,
 }
 SUMMARIES = {

@@ -16,6 +16,7 @@ import gymnasium as gym
 import mujoco
 import numpy as np
 import torch as th
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from sb3_maxdiff.experiments.specs import CHECKPOINT_FILE, RESUMES_FILE, SPEC_FILE, read_resumes, write_json
 
@@ -175,6 +176,31 @@ def read_checkpoint(directory: str, n_runs: int) -> dict[str, Any]:
     if len(checkpoint["episodes"]) != n_runs:
         raise ValueError(f"the checkpoint in {directory} holds {len(checkpoint['episodes'])} runs, expected {n_runs}")
     return checkpoint
+
+
+def load_single_shot_checkpoint(
+    algo: type[OffPolicyAlgorithm], directory: str, env: Any, windows: list, **load_kwargs: Any
+) -> tuple[Any, int]:
+    """
+    The model of a single-shot run, or of a batch of them, from the latest checkpoint in ``directory``, on ``env``
+    (new, one environment per agent): its replay buffer, random streams and environments put back and each window
+    bookkeeping of ``windows`` restored from it, so that training carries on exactly; and the steps done per agent.
+
+    :param load_kwargs: passed on to ``algo.load`` (e.g. ``device``)
+    """
+    checkpoint = read_checkpoint(directory, len(windows))
+    stem = os.path.join(directory, f"checkpoint_{checkpoint['timesteps']}")
+    model = algo.load(f"{stem}.zip", env=env, **load_kwargs)
+    model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
+    with open(f"{stem}_random_state.pkl", "rb") as file:
+        streams = pickle.load(file)
+    with open(f"{stem}_run_state.pkl", "rb") as file:
+        run_state = pickle.load(file)
+    continue_episode(model, streams, run_state["episode"])
+    kept = run_state["windows"] if isinstance(run_state["windows"], list) else [run_state["windows"]]  # or older form
+    for logger, state in zip(windows, kept, strict=True):
+        logger.restore(state)
+    return model, checkpoint["agent_timesteps"]
 
 
 def remove_checkpoints(directory: str, keep: int | None = None) -> None:

@@ -5,10 +5,12 @@ stops it the same way (:class:`StopRequest`). None of it is part of a run's iden
 other options.
 """
 
+import contextlib
 import dataclasses
 import math
 import signal
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
@@ -47,6 +49,10 @@ class ExecutionOptions:
         return {"cuda_graph": self.cuda_graph, "overlap_updates": self.overlap_updates} if issubclass(algo, NNMPPI) else {}
 
 
+# the exit status of a command whose training stopped before its time limit or on a signal, checkpointed
+EXIT_TIME_LIMIT = 3
+
+
 class TimeLimitReached(Exception):
     """A run stopped before the time limit, or on a signal, its training checkpointed: the same command resumes it."""
 
@@ -72,6 +78,21 @@ class StopRequest:
         """Stop on SIGTERM and SIGINT rather than die (in a worker process's main thread)."""
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, cls.handle)
+
+    @classmethod
+    @contextlib.contextmanager
+    def installed(cls) -> Iterator[None]:
+        """
+        Within it, SIGTERM and SIGINT stop the runs of this process as :meth:`install` says; the handlers before it
+        and "no stop asked for" come back after it (a command run in the main thread of a longer-lived process).
+        """
+        previous = {signum: signal.signal(signum, cls.handle) for signum in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            cls.signal_name = None
 
     @classmethod
     def raise_if_asked(cls, where: str) -> None:

@@ -31,15 +31,14 @@ from typing import Any
 from sb3_maxdiff.experiments.arguments import describe_time_limit, duration_seconds, gpu_share, non_negative_int, positive_int
 from sb3_maxdiff.experiments.batching import group_runs
 from sb3_maxdiff.experiments.execution import execute_group
-from sb3_maxdiff.experiments.options import ExecutionOptions, StopRequest, TimeLimitReached
+from sb3_maxdiff.experiments.options import EXIT_TIME_LIMIT, ExecutionOptions, StopRequest, TimeLimitReached
 from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, get_budget
 from sb3_maxdiff.experiments.specs import RESULT_FILE, RunSpec, build_specs, is_finished
 from sb3_maxdiff.experiments.training import training_steps_done
 
-# exit status of ``run``: 0 every run finished; 1 a run failed (error.txt in its folder); 3 runs were stopped before
-# --time-limit or by SIGTERM / SIGINT, their training checkpointed: the same command resumes them
+# exit status of ``run``: 0 every run finished; 1 a run failed (error.txt in its folder); EXIT_TIME_LIMIT (3) runs
+# were stopped before --time-limit or by SIGTERM / SIGINT, their training checkpointed: the same command resumes them
 EXIT_FAILED = 1
-EXIT_TIME_LIMIT = 3
 
 
 def _init_worker(counter: Any) -> None:

@@ -1,18 +1,10 @@
 """
 Single-shot ("reset-free") learning: one environment episode for the whole run, never reset and
 never truncated, learning as it goes; the return of every 1,000-step window is logged and the task
-metric is the distance travelled along x.
-
-    python -m sb3_maxdiff.experiments single-shot --algo maxdiff --env sb3_maxdiff/Swimmer-light-v0 \\
-        --steps 5000 --csv results/single_shot.csv --kwargs '{"n_samples": 100}'
-
-The algorithm is built with the paper's single-shot settings for the environment where the paper has them (the
-runner's single-shot cells: the light Swimmer, the Ant, HalfCheetah), else with its published multi-shot settings
-for it (``hyperparams/``), else with the algorithm's defaults; ``--defaults`` always takes the defaults, and
-``--kwargs`` go on top in every case.
+metric is the distance travelled along x. The paper's single-shot settings for an environment are
+:func:`single_shot_settings`; the ``single-shot`` command is :mod:`~sb3_maxdiff.experiments.single_shot_command`.
 """
 
-import argparse
 import csv
 import dataclasses
 import os
@@ -20,13 +12,10 @@ from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
-import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.type_aliases import MaybeCallback
 
-from sb3_maxdiff.experiments.algos import ALGOS, get_algo
-from sb3_maxdiff.experiments.arguments import json_kwargs, non_negative_int, positive_int
 from sb3_maxdiff.experiments.presets import MAXDIFF_AUTO, PRESET_ENVS, PRESETS, cell_kwargs, get_budget, published_kwargs
 from sb3_maxdiff.experiments.zoo_files import SAC_ZOO
 
@@ -206,41 +195,3 @@ def single_shot_settings(algo: str, env_id: str) -> SingleShotSettings:
         return SingleShotSettings({}, f"{algo}'s defaults (no published settings for {env_id})")
     published = "RL Zoo's settings" if algo == SAC_ZOO else "the published multi-shot settings"
     return SingleShotSettings(kwargs, f"{published} for {env_id} (the paper has no single-shot {algo} run on it)")
-
-
-def main(argv: list[str] | None = None, prog: str | None = None) -> SingleShotResult:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--algo", required=True, choices=sorted(ALGOS))
-    parser.add_argument("--env", required=True, help="registered environment id")
-    parser.add_argument("--steps", type=positive_int, default=10_000)
-    parser.add_argument("--window", type=positive_int, default=1000)
-    parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument("--csv", default=None, help="CSV file for the window returns")
-    parser.add_argument("--save", default=None, help="where to save the trained model")
-    parser.add_argument(
-        "--kwargs", type=json_kwargs, default={}, help="algorithm keyword arguments as JSON, on top of the settings"
-    )
-    parser.add_argument(
-        "--defaults", action="store_true", help="start from the algorithm's defaults instead of the paper's settings"
-    )
-    parser.add_argument("--progress-bar", action="store_true")
-    parser.add_argument("--threads", type=positive_int, default=1, help="torch threads (more oversubscribe a busy machine)")
-    args = parser.parse_args(argv)
-    # the arguments the command passes itself (a second value would be a TypeError deep in the algorithm)
-    own_arguments = {"seed": "give --seed", "env": "give --env", "policy": "the command always builds an MlpPolicy"}
-    for key in sorted(own_arguments.keys() & args.kwargs.keys()):
-        parser.error(f"--kwargs may not set {key!r}: {own_arguments[key]}")
-    torch.set_num_threads(args.threads)
-
-    algo = get_algo(args.algo)
-    settings, source = (
-        ({}, f"{args.algo}'s defaults (--defaults)") if args.defaults else single_shot_settings(args.algo, args.env)
-    )
-    print(f"settings: {source}" + (f"; --kwargs on top: {args.kwargs}" if args.kwargs else ""))
-    model = algo("MlpPolicy", make_single_shot_env(args.env), seed=args.seed, **{**settings, **args.kwargs})
-    result = learn_single_shot(model, args.steps, args.window, args.csv, progress_bar=args.progress_bar)
-    if args.save:
-        model.save(args.save)
-    print(f"window returns: {[round(r, 2) for r in result.window_returns]}")
-    print(f"final distance along x: {result.final_distance:.3f}")
-    return result

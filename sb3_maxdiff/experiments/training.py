@@ -24,9 +24,9 @@ from sb3_maxdiff.common.callbacks import ErgodicityLogger
 from sb3_maxdiff.experiments.algos import get_algo
 from sb3_maxdiff.experiments.batching import batch_algo, batch_dir, batch_kwargs, is_mixed
 from sb3_maxdiff.experiments.checkpoints import (
-    continue_episode,
     episode_state,
     last_device_type,
+    load_single_shot_checkpoint,
     read_checkpoint,
     record_resume,
     remove_checkpoints,
@@ -95,7 +95,7 @@ def _ergodicity_logger(run_dir: str, spec: RunSpec, env_index: int, steps_before
     return logger
 
 
-class _GroupHook(BaseCallback):
+class TrainingHook(BaseCallback):
     """
     Progress, each run's episode count and the group's checkpoints (when an episode ends, and when training stops
     before the time limit: at an episode end where it can, at any step where it must; on a signal, at the next step).
@@ -276,21 +276,9 @@ def _build_or_resume_single_shot(
             specs, _single_shot_env(specs, options.env_threads), options, **({"independent_agents": True} if batched else {})
         ), 0
     algo = batch_algo(specs) if batched else get_algo(specs[0].method)
-    checkpoint = read_checkpoint(directory, len(specs))
-    done = checkpoint["agent_timesteps"]
-    stem = os.path.join(directory, f"checkpoint_{checkpoint['timesteps']}")
-    model = algo.load(
-        f"{stem}.zip", env=_single_shot_env(specs, options.env_threads), device=specs[0].device, **options.model_kwargs(algo)
-    )
-    model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
-    with open(f"{stem}_random_state.pkl", "rb") as file:
-        streams = pickle.load(file)
-    with open(f"{stem}_run_state.pkl", "rb") as file:
-        run_state = pickle.load(file)
-    continue_episode(model, streams, run_state["episode"])
-    kept = run_state["windows"] if isinstance(run_state["windows"], list) else [run_state["windows"]]  # or older form
-    for logger, state in zip(windows, kept, strict=True):
-        logger.restore(state)
+    env = _single_shot_env(specs, options.env_threads)
+    load_kwargs = {"device": specs[0].device, **options.model_kwargs(algo)}
+    model, done = load_single_shot_checkpoint(algo, directory, env, windows, **load_kwargs)
     for run_dir in run_dirs:
         same_device = last_device_type(run_dir, done) == model.device.type
         record_resume(run_dir, 0, done, exact=same_device, device=str(model.device))
@@ -310,7 +298,8 @@ def _train_single_shot(specs: list[RunSpec], out: str, progress: Progress, optio
     ]
     model, done = _build_or_resume_single_shot(specs, run_dirs, directory, windows, options)
     n = len(specs)
-    hook = _GroupHook(directory, specs[0].checkpoint_every, progress, [0] * n, [None] * n, Deadline(options.deadline), windows)
+    deadline = Deadline(options.deadline)
+    hook = TrainingHook(directory, specs[0].checkpoint_every, progress, [0] * n, [None] * n, deadline, windows)
     if batched:
         model.learn(n * (specs[0].steps - done), callback=[*windows, hook], reset_num_timesteps=done == 0)
     else:
@@ -388,7 +377,7 @@ def train_group(specs: list[RunSpec], out: str, progress: Progress, options: Exe
         _ergodicity_logger(run_dir, spec, index, done, cells)
         for index, (run_dir, spec, cells) in enumerate(zip(run_dirs, specs, visited))
     ]
-    hook = _GroupHook(directory, specs[0].checkpoint_every, progress, list(episodes), ergodicity, Deadline(options.deadline))
+    hook = TrainingHook(directory, specs[0].checkpoint_every, progress, list(episodes), ergodicity, Deadline(options.deadline))
     # the diagnostics see an episode's end before the checkpoint is written
     callbacks = [logger for logger in ergodicity if logger is not None] + [hook]
     model.learn(len(specs) * (specs[0].steps - done), callback=callbacks, reset_num_timesteps=done == 0)
