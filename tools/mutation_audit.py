@@ -57,6 +57,7 @@ BATCHING = "sb3_maxdiff/experiments/batching.py"
 CHECKPOINTS = "sb3_maxdiff/experiments/checkpoints.py"
 CALLBACKS = "sb3_maxdiff/common/callbacks.py"
 PRECISION = "sb3_maxdiff/common/precision.py"
+SINGLE_SHOT_COMMAND = "sb3_maxdiff/experiments/single_shot_command.py"
 
 
 class Mutant(NamedTuple):
@@ -363,6 +364,17 @@ MUTANTS = [
            "file.readlines()"),
     Mutant("window_one_step_longer", SINGLE_SHOT, "if self._steps_in_window == self.window:",
            "if self._steps_in_window == self.window + 1:"),
+    # the standalone single-shot command's checkpoints
+    Mutant("resumed_command_trains_the_whole_budget", SINGLE_SHOT_COMMAND, "learn_single_shot(model, args.steps - done,",
+           "learn_single_shot(model, args.steps,"),
+    Mutant("finished_command_keeps_its_checkpoint", SINGLE_SHOT_COMMAND,
+           "    remove_checkpoints(directory)\n    return model, result", "    return model, result"),
+    Mutant("resumed_command_kwargs_not_compared", SINGLE_SHOT_COMMAND,
+           '"csv": args.csv and os.path.abspath(args.csv), "kwargs": kwargs}', '"csv": args.csv and os.path.abspath(args.csv)}'),
+    Mutant("resumed_command_steps_not_compared", SINGLE_SHOT_COMMAND, '"seed": args.seed, "steps": args.steps, "window"',
+           '"seed": args.seed, "window"'),
+    Mutant("resumed_command_csv_not_compared", SINGLE_SHOT_COMMAND,
+           '"csv": args.csv and os.path.abspath(args.csv), "kwargs"', '"kwargs"'),
     # the statistics and the readers that turn finished runs into the published tables and p-values
     Mutant("welch_pooled_dof", STATS, "dof = (var_x + var_y) ** 2 / (var_x**2 / (x.size - 1) + var_y**2 / (y.size - 1))",
            "dof = x.size + y.size - 2"),
