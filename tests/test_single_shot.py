@@ -428,6 +428,9 @@ def test_single_shot_command_stops_on_sigterm_and_puts_the_handlers_back(tmp_pat
     [
         (["--seed", "1"], "holds a run started with other seed (seed=0)"),
         (["--window", "50"], "holds a run started with other window (window=100)"),
+        (["--steps", "400"], "holds a run started with other steps (steps=300)"),
+        (["--kwargs", '{"horizon": 5}'], "holds a run started with other kwargs (kwargs={"),
+        (["--csv", "elsewhere.csv"], "holds a run started with other csv (csv="),
     ],
 )
 def test_single_shot_command_refuses_another_runs_checkpoint(tmp_path, monkeypatch, capsys, changed, message):
