@@ -370,7 +370,7 @@ MUTANTS = [
     Mutant("finished_command_keeps_its_checkpoint", SINGLE_SHOT_COMMAND,
            "    remove_checkpoints(directory)\n    return model, result", "    return model, result"),
     Mutant("resumed_command_kwargs_not_compared", SINGLE_SHOT_COMMAND,
-           '"csv": args.csv and os.path.abspath(args.csv), "kwargs": kwargs}', '"csv": args.csv and os.path.abspath(args.csv)}'),
+           ', "kwargs": kwargs}))', "}))"),
     Mutant("resumed_command_steps_not_compared", SINGLE_SHOT_COMMAND, '"seed": args.seed, "steps": args.steps, "window"',
            '"seed": args.seed, "window"'),
     Mutant("resumed_command_csv_not_compared", SINGLE_SHOT_COMMAND,
