@@ -719,3 +719,43 @@ def test_single_shot_jitter_reading_is_that_of_its_csv():
         assert [int(shown.group(1)), int(shown.group(2))] == swim, name
         assert_pvalue_shown_as(float(fisher), shown.group(3), f"Fisher against {name}")
         assert_pvalue_shown_as(mann_whitney_pvalue(distances, other), shown.group(4), f"Mann-Whitney against {name}")
+
+
+def test_single_shot_jitter_twenty_seed_reading_is_that_of_its_csvs():
+    """Both jitters' per-seed tables of seeds 0-19, their swim counts and the rule's tests, each also against the authors'."""
+    from scipy.stats import fisher_exact
+
+    steps = [10_000, 20_000, 30_000]
+    diagonal_csvs = ["single_shot_light_30k.csv", "single_shot_light_30k_maxdiff_seeds3_9.csv"]
+    arms = {
+        "jitter": per_seed_values(str(REPRODUCTION / "single_shot_jitter_30k.csv"), steps),
+        "diagonal": per_seed_values(
+            [str(REPRODUCTION / name) for name in [*diagonal_csvs, "single_shot_light_30k_maxdiff_seeds10_19.csv"]], steps
+        ),
+    }
+    values = {arm: {q: by_method["maxdiff"] for q, by_method in per_seed.items()} for arm, per_seed in arms.items()}
+    for skip, arm in enumerate(arms):
+        _, rows = table_after("#### The reading of the twenty seeds of each jitter", skip)
+        assert [int(row[0]) for row in rows] == sorted(values[arm]["x distance at 30,000"]) == list(range(20)), arm
+        assert_single_shot_rows(rows, values[arm], f"{arm} seed")
+    distances = {arm: [values[arm]["x distance at 30,000"][seed] for seed in range(20)] for arm in arms}
+    distances["the authors'"] = AUTHORS_SINGLE_SHOT_30K
+    text = (ROOT / "REPRODUCTION.md").read_text()
+    reading = text[text.index("#### The reading of the twenty seeds of each jitter") :][:9000]
+    for label, first, second in (
+        ("jitter against `1e-8 * I`", "jitter", "diagonal"),
+        ("with the jitter against the authors'", "jitter", "the authors'"),
+        ("with `1e-8 * I` against the authors'", "diagonal", "the authors'"),
+    ):
+        a, b = distances[first], distances[second]
+        swim = [sum(d > 100 for d in a), sum(d > 100 for d in b)]
+        fisher = fisher_exact([[swim[0], len(a) - swim[0]], [swim[1], len(b) - swim[1]]], alternative="two-sided").pvalue
+        words = [re.escape(word) for word in f"{label}: @ of {len(a)} against @ of {len(b)}, Fisher **p = %**,".split()]
+        words += [re.escape(word) for word in "Mann-Whitney **p = %**".split()]
+        # the text may wrap anywhere between two words
+        pattern = r"\s+".join(words).replace("@", r"(\d+)").replace("%", r"([0-9.<]+(?:\s[0-9.]+)?)")
+        shown = re.search(pattern, reading)
+        assert shown is not None, label
+        assert [int(shown.group(1)), int(shown.group(2))] == swim, label
+        assert_pvalue_shown_as(float(fisher), shown.group(3), f"Fisher, {label}")
+        assert_pvalue_shown_as(mann_whitney_pvalue(a, b), shown.group(4), f"Mann-Whitney, {label}")
