@@ -633,10 +633,20 @@ def assert_single_shot_rows(rows: list[list[str]], values: dict[str, dict[int, f
         assert swims.startswith("yes" if values["x distance at 30,000"][int(seed)] > 100 else "no"), seed
 
 
-def test_single_shot_ten_seed_reading_is_that_of_its_csvs():
-    """The per-seed table of seeds 0-9, the swim counts and both tests of the single-shot reading."""
+def swim_comparison(a: list[float], b: list[float]) -> tuple[list[int], float, float]:
+    """
+    Two groups of single-shot x distances by 30k: how many of each swim (more than 100), Fisher's exact test on those
+    counts and the Mann-Whitney test on the distances (two-sided both).
+    """
     from scipy.stats import fisher_exact
 
+    swim = [sum(d > 100 for d in a), sum(d > 100 for d in b)]
+    fisher = fisher_exact([[swim[0], len(a) - swim[0]], [swim[1], len(b) - swim[1]]], alternative="two-sided").pvalue
+    return swim, float(fisher), mann_whitney_pvalue(a, b)
+
+
+def test_single_shot_ten_seed_reading_is_that_of_its_csvs():
+    """The per-seed table of seeds 0-9, the swim counts and both tests of the single-shot reading."""
     steps = [10_000, 20_000, 30_000]
     first, rest = (
         per_seed_values(str(REPRODUCTION / name), steps)
@@ -648,16 +658,15 @@ def test_single_shot_ten_seed_reading_is_that_of_its_csvs():
     assert [int(row[0]) for row in ours] == sorted(values["x distance at 30,000"]) == list(range(10))
     assert_single_shot_rows(ours, values, "seed")
     distances = [values["x distance at 30,000"][seed] for seed in range(10)]
-    swim = [sum(d > 100 for d in distances), sum(d > 100 for d in AUTHORS_SINGLE_SHOT_30K)]
+    swim, fisher, mann_whitney = swim_comparison(distances, AUTHORS_SINGLE_SHOT_30K)
     assert swim == [3, 9]
     text = (ROOT / "REPRODUCTION.md").read_text()
     reading = text[text.index("Three of our ten seeds swim by 30k") :][:900]
-    fisher = fisher_exact([[swim[0], 10 - swim[0]], [swim[1], 10 - swim[1]]], alternative="two-sided").pvalue
     shown_fisher = re.search(r"Fisher's exact test, two-sided, \*\*p = ([0-9.]+)\*\*", reading)
     shown_mw = re.search(r"10 against 10, \*\*p = ([0-9.]+)\*\*", reading)
     assert shown_fisher and shown_mw
-    assert_pvalue_shown_as(float(fisher), shown_fisher.group(1), "Fisher")
-    assert_pvalue_shown_as(mann_whitney_pvalue(distances, AUTHORS_SINGLE_SHOT_30K), shown_mw.group(1), "Mann-Whitney")
+    assert_pvalue_shown_as(fisher, shown_fisher.group(1), "Fisher")
+    assert_pvalue_shown_as(mann_whitney, shown_mw.group(1), "Mann-Whitney")
 
 
 def test_single_shot_halfcheetah_reading_is_that_of_its_csv():
@@ -689,8 +698,6 @@ def test_single_shot_halfcheetah_reading_is_that_of_its_csv():
 
 def test_single_shot_jitter_reading_is_that_of_its_csv():
     """The per-seed table of the run with the authors' jitter, its swim count and the rule's tests against both."""
-    from scipy.stats import fisher_exact
-
     steps = [10_000, 20_000, 30_000]
     # seeds 0-9 (the file also takes the seeds 10-19 run after this reading, as they finish)
     values = {
@@ -711,27 +718,26 @@ def test_single_shot_jitter_reading_is_that_of_its_csv():
         ("the authors'", AUTHORS_SINGLE_SHOT_30K),
         ("ours with `1e-8 * I`", [before[seed] for seed in range(10)]),
     ):
-        swim = [sum(d > 100 for d in distances), sum(d > 100 for d in other)]
-        fisher = fisher_exact([[swim[0], 10 - swim[0]], [swim[1], 10 - swim[1]]], alternative="two-sided").pvalue
+        swim, fisher, mann_whitney = swim_comparison(distances, other)
         pattern = rf"against {re.escape(name)}: (\d+) of 10 against (\d+) of 10, Fisher\s+\*\*p = ([0-9.<]+)\*\*,"
         shown = re.search(pattern + r"\s+Mann-Whitney\s+\*\*p = ([0-9.<]+)\*\*", reading)
         assert shown is not None, name
         assert [int(shown.group(1)), int(shown.group(2))] == swim, name
-        assert_pvalue_shown_as(float(fisher), shown.group(3), f"Fisher against {name}")
-        assert_pvalue_shown_as(mann_whitney_pvalue(distances, other), shown.group(4), f"Mann-Whitney against {name}")
+        assert_pvalue_shown_as(fisher, shown.group(3), f"Fisher against {name}")
+        assert_pvalue_shown_as(mann_whitney, shown.group(4), f"Mann-Whitney against {name}")
 
 
 def test_single_shot_jitter_twenty_seed_reading_is_that_of_its_csvs():
     """Both jitters' per-seed tables of seeds 0-19, their swim counts and the rule's tests, each also against the authors'."""
-    from scipy.stats import fisher_exact
-
     steps = [10_000, 20_000, 30_000]
-    diagonal_csvs = ["single_shot_light_30k.csv", "single_shot_light_30k_maxdiff_seeds3_9.csv"]
+    diagonal_csvs = [
+        "single_shot_light_30k.csv",
+        "single_shot_light_30k_maxdiff_seeds3_9.csv",
+        "single_shot_light_30k_maxdiff_seeds10_19.csv",
+    ]
     arms = {
         "jitter": per_seed_values(str(REPRODUCTION / "single_shot_jitter_30k.csv"), steps),
-        "diagonal": per_seed_values(
-            [str(REPRODUCTION / name) for name in [*diagonal_csvs, "single_shot_light_30k_maxdiff_seeds10_19.csv"]], steps
-        ),
+        "diagonal": per_seed_values([str(REPRODUCTION / name) for name in diagonal_csvs], steps),
     }
     values = {arm: {q: by_method["maxdiff"] for q, by_method in per_seed.items()} for arm, per_seed in arms.items()}
     for skip, arm in enumerate(arms):
@@ -748,8 +754,7 @@ def test_single_shot_jitter_twenty_seed_reading_is_that_of_its_csvs():
         ("with `1e-8 * I` against the authors'", "diagonal", "the authors'"),
     ):
         a, b = distances[first], distances[second]
-        swim = [sum(d > 100 for d in a), sum(d > 100 for d in b)]
-        fisher = fisher_exact([[swim[0], len(a) - swim[0]], [swim[1], len(b) - swim[1]]], alternative="two-sided").pvalue
+        swim, fisher, mann_whitney = swim_comparison(a, b)
         words = [re.escape(word) for word in f"{label}: @ of {len(a)} against @ of {len(b)}, Fisher **p = %**,".split()]
         words += [re.escape(word) for word in "Mann-Whitney **p = %**".split()]
         # the text may wrap anywhere between two words
@@ -757,5 +762,5 @@ def test_single_shot_jitter_twenty_seed_reading_is_that_of_its_csvs():
         shown = re.search(pattern, reading)
         assert shown is not None, label
         assert [int(shown.group(1)), int(shown.group(2))] == swim, label
-        assert_pvalue_shown_as(float(fisher), shown.group(3), f"Fisher, {label}")
-        assert_pvalue_shown_as(mann_whitney_pvalue(a, b), shown.group(4), f"Mann-Whitney, {label}")
+        assert_pvalue_shown_as(fisher, shown.group(3), f"Fisher, {label}")
+        assert_pvalue_shown_as(mann_whitney, shown.group(4), f"Mann-Whitney, {label}")
