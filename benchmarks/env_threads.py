@@ -1,7 +1,7 @@
 """
-The host's part of a batched training step: the environments of a batch stepped one after the other
-(``DummyVecEnv``, the runner's default) against stepped in threads (``ThreadedVecEnv``, the runner's
-``--env-threads``), in the same rounds::
+The host's part of a batched training step: the environments of a batch stepped one after the other by SB3's
+``DummyVecEnv`` against ``ThreadedVecEnv`` (what the runner's batches step in: one thread, the calling one, by
+default; ``--env-threads`` more), in the same rounds::
 
     python benchmarks/env_threads.py                                  # 20 heavy-tail Swimmers, 1 and 2 threads
     python benchmarks/env_threads.py --envs 10 20 --threads 2 4 8 16   # on a GPU machine's host

@@ -408,6 +408,29 @@ def test_a_batch_stepped_in_threads_trains_and_evaluates_as_one_after_the_other(
     )
 
 
+def test_a_batch_steps_in_the_calling_thread_and_trains_as_in_a_dummy_vec_env(tmp_path, monkeypatch, straight_batch):
+    """The default batch env is a ThreadedVecEnv of one thread (infos copied, not deep-copied): the same episodes,
+    parameters and evaluation as SB3's DummyVecEnv of the same environments."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from sb3_maxdiff.common.vec_env import ThreadedVecEnv
+    from sb3_maxdiff.experiments import environments, training
+
+    default = environments.batch_env([lambda: environments.make_env("sb3_maxdiff/PointMass-beta1-v0", smoke_batch()[0])])
+    assert isinstance(default, ThreadedVecEnv) and default.stepper.n_threads == 1
+    built = []
+
+    def dummy_env(env_fns: list, env_threads: int = 1) -> DummyVecEnv:
+        built.append(env_threads)
+        return DummyVecEnv(env_fns)
+
+    monkeypatch.setattr(environments, "batch_env", dummy_env)
+    monkeypatch.setattr(training, "batch_env", dummy_env)
+    dummy = str(tmp_path / "dummy")
+    assert_same_runs(straight_batch, (dummy, execute_group(smoke_batch(), dummy, options=ExecutionOptions(batch_eval=True))))
+    assert built == [1]
+
+
 def test_a_batch_with_overlapped_updates_stops_resumes_and_ends_as_one_without(tmp_path, monkeypatch, straight_batch):
     """--overlap-updates, stopped by the time limit at its second episode end and resumed: the same episodes,
     parameters and evaluation as a straight run without it."""

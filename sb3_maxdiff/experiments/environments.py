@@ -10,7 +10,6 @@ from typing import Any
 
 import gymnasium as gym
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv
 
 import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff.common.vec_env import ThreadedVecEnv
@@ -55,12 +54,17 @@ class SeedOffset(gym.Wrapper):
         return self.env.reset(seed=None if seed is None else seed + self.offset, options=options)
 
 
-def batch_env(env_fns: list, env_threads: int = 1) -> DummyVecEnv:
-    """The environments of ``env_fns`` as one VecEnv, stepped in ``env_threads`` threads (1: one after the other)."""
-    return DummyVecEnv(env_fns) if env_threads == 1 else ThreadedVecEnv(env_fns, env_threads)
+def batch_env(env_fns: list, env_threads: int = 1) -> ThreadedVecEnv:
+    """
+    The environments of ``env_fns`` as one VecEnv, stepped in ``env_threads`` threads (1: one after the other, in the
+    calling thread). A :class:`ThreadedVecEnv` even with one thread: its steps are those of a ``DummyVecEnv``, and it
+    copies each step's info dicts rather than deep-copying them, host time that a GPU would wait for
+    (``benchmarks/env_threads.py`` times both).
+    """
+    return ThreadedVecEnv(env_fns, env_threads)
 
 
-def training_env(specs: list[RunSpec], run_dirs: list[str], resume: bool, env_threads: int = 1) -> DummyVecEnv:
+def training_env(specs: list[RunSpec], run_dirs: list[str], resume: bool, env_threads: int = 1) -> ThreadedVecEnv:
     """
     One monitored environment per run; environment i follows seed i of ``specs`` wherever SB3 seeds the VecEnv.
 
