@@ -5,7 +5,9 @@ MaxDiff + 10 NN-MPPI, CUDA graphs) with the model updates made while the environ
 the calling thread (measured on 2026-11-28 only with 16 environment threads, the slowest setting on that host),
 against the plain batch in the same call, then where a graphed training step of 20 agents spends its time (kernel
 launches, host copies, host and GPU milliseconds of the planner and of the updates, and the kernels that take the
-GPU's time; and the GPU time of the planner's rollout and of its path entropy, each alone), then the same end-to-end
+GPU's time; and the GPU time of the planner's rollout and of its path entropy, each alone), then the end-to-end cost
+of a batch of 20 MaxDiff agents with every speed option of the package at once (the planner in bfloat16, whose
+learning the ``swimmer-bfloat16`` runs checked on the CPU, and the updates overlapped), then the same end-to-end
 run and profile with cuBLAS allowed to multiply float32 matrices in TF32 on the tensor cores
 (``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1``: a measure of how much of the step is float32 multiplies, not an option of
 the package; its effect on learning is unvalidated), then the host's replay draw for 20 agents (the CPU of the GPU
@@ -40,6 +42,8 @@ CUDA_TESTS = [
     "tests/test_independent_agents.py",
 ]
 MIXED_20 = ["--device", "cuda", "--cuda-graph", "--seeds", "10", "--steps", "1000", "--configurations", "mixed", "--quiet"]
+# 20 MaxDiff agents planning in bfloat16 (the swimmer-bfloat16 preset) in one batch: the package's options together
+BF16_20 = ["--preset", "swimmer-bfloat16", "--methods", "maxdiff", *[arg if arg != "10" else "20" for arg in MIXED_20]]
 
 
 class Step(NamedTuple):
@@ -67,6 +71,7 @@ def steps() -> list[Step]:
         Step("e2e_overlap", [e2e, *MIXED_20, "--env-threads", "1", "--overlap-updates"], 100.0),
         Step("e2e_plain", [e2e, *MIXED_20, "--env-threads", "1"], 100.0),
         Step("profile_n20", [*profile, "--cases", "20:graph", "--plan-parts"], 60.0),
+        Step("e2e_bf16_overlap", [e2e, *BF16_20, "--env-threads", "1", "--overlap-updates"], 100.0),
         Step("e2e_plain_tf32", [e2e, *MIXED_20, "--env-threads", "1"], 100.0, env=TF32),
         Step("profile_n20_tf32", [*profile, "--cases", "20:graph", "--plan-parts"], 60.0, env=TF32),
         Step("replay_draw", [str(BENCHMARKS / "replay_draw.py"), "--learn-steps", "0"], 30.0, json=False),

@@ -370,6 +370,13 @@ def test_gpu_suite_names_scripts_options_and_tests_that_exist():
         source = pathlib.Path(step.args[0]).read_text()
         options = [token for token in line[2:] if token.startswith("--")]
         assert options and all(f'"{option}"' in source for option in options), (step.name, options)
+        if "--preset" in line:  # a preset the runner knows, with the setting (heavy by default) and method asked for
+            from sb3_maxdiff.experiments.presets import PRESETS
+
+            preset = PRESETS[line[line.index("--preset") + 1]]
+            setting = line[line.index("--setting") + 1] if "--setting" in line else "heavy"
+            method = line[line.index("--methods") + 1]
+            assert setting in preset.settings and method in preset.methods, (step.name, setting, method)
 
 
 def test_gpu_suite_runs_in_order_and_skips_what_would_not_fit(tmp_path, capsys):
