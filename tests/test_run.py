@@ -1,3 +1,5 @@
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -133,6 +135,20 @@ def test_diverging_model_keeps_training():
         model.learn(40, reset_num_timesteps=False)
     action, _ = model.predict(np.zeros(4, dtype=np.float32))
     assert np.all(np.isfinite(action))
+
+
+def test_predict_warns_once_of_non_finite_predictions_and_returns_finite_actions():
+    model = NNMPPI(POINT_MASS, seed=0, **TINY)
+    with th.no_grad():
+        for param in model.policy.model.dynamics.parameters():
+            param.fill_(float("nan"))
+    obs = np.zeros((2, 4), dtype=np.float32)
+    with pytest.warns(UserWarning, match="non-finite"):
+        actions, state = model.predict(obs)
+    assert np.all(np.isfinite(actions)) and state.shape == (2, 5, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.predict(obs, state=state)  # shown once
 
 
 @pytest.mark.skipif(not th.cuda.is_available(), reason="CUDA not available")
