@@ -43,7 +43,8 @@ CUDA_TESTS = [
 ]
 MIXED_20 = ["--device", "cuda", "--cuda-graph", "--seeds", "10", "--steps", "1000", "--configurations", "mixed", "--quiet"]
 # 20 MaxDiff agents planning in bfloat16 (the swimmer-bfloat16 preset) in one batch: the package's options together
-BF16_20 = ["--preset", "swimmer-bfloat16", "--methods", "maxdiff", *[arg if arg != "10" else "20" for arg in MIXED_20]]
+BF16_20 = ["--preset", "swimmer-bfloat16", "--methods", "maxdiff", "--device", "cuda", "--cuda-graph", "--seeds", "20"]
+BF16_20 += ["--steps", "1000", "--configurations", "mixed", "--quiet"]
 
 
 class Step(NamedTuple):
