@@ -681,32 +681,54 @@ def halfcheetah_single_shot_values(steps: list[int], seeds: range) -> dict[str, 
     return kept
 
 
-def test_single_shot_halfcheetah_reading_is_that_of_its_csv():
-    """Per seed the return so far, the last window's return and the distance, the means, and the rule's test."""
-    steps = [10_000, 20_000, 30_000]
-    # seeds 0-4 (the file also takes the seeds 5-9 run after this reading, as they finish)
-    values = halfcheetah_single_shot_values(steps, range(5))
-    quantities = [f"return so far at {at:,}" for at in steps] + ["window return at 30,000", "x distance at 30,000"]
-    _, rows = table_after("| method | seed | return so far by 10k |")
-    assert len(rows) == 12
+HALFCHEETAH_STEPS = [10_000, 20_000, 30_000]
+HALFCHEETAH_QUANTITIES = [f"return so far at {at:,}" for at in HALFCHEETAH_STEPS] + [
+    "window return at 30,000",
+    "x distance at 30,000",
+]
+
+
+def assert_halfcheetah_rows(rows: list[list[str]], values: dict, n_seeds: int) -> None:
+    """
+    Rows "method | seed | return so far by 10k, 20k, 30k | last window's return | x by 30k | runs forward" against the
+    per-seed values; a row "<method>, ... mean +/- std" against the means of all ``n_seeds`` seeds of ``values``.
+    """
+    by_30k = HALFCHEETAH_QUANTITIES[2]
     for method, seed, *cells in rows:
         forward = cells.pop()
         if seed.isdigit():
-            for quantity, shown in zip(quantities, cells, strict=True):
+            for quantity, shown in zip(HALFCHEETAH_QUANTITIES, cells, strict=True):
                 assert_shown_as(values[quantity][METHODS[method]][int(seed)], shown, f"HalfCheetah {method} seed {seed}")
-            assert forward == ("yes" if values[quantities[2]][METHODS[method]][int(seed)] > 5000 else "no"), seed
+            assert forward == ("yes" if values[by_30k][METHODS[method]][int(seed)] > 5000 else "no"), seed
             continue
-        key = METHODS[method.removesuffix(", mean +/- std")]
-        for quantity, cell in zip(quantities, cells, strict=True):
+        assert method.endswith("mean +/- std"), method
+        key = METHODS[method.split(",")[0]]
+        assert len(values[by_30k][key]) == n_seeds
+        for quantity, cell in zip(HALFCHEETAH_QUANTITIES, cells, strict=True):
             assert_mean_std_shown_as(list(values[quantity][key].values()), cell, f"HalfCheetah {method} {quantity}")
-        assert forward == f"{sum(value > 5000 for value in values[quantities[2]][key].values())} of 5"
-    maxdiff, nnmppi = (list(values[quantities[2]][key].values()) for key in ("maxdiff", "nnmppi"))
+        assert forward == f"{sum(value > 5000 for value in values[by_30k][key].values())} of {n_seeds}"
+
+
+def shown_pvalues(start: str, pattern: str, length: int = 300) -> tuple[str, ...]:
+    """The groups of ``pattern`` in the text of REPRODUCTION.md that begins with ``start``."""
     text = (ROOT / "REPRODUCTION.md").read_text()
-    reading = text[text.index("By the rule: the two-sided Mann-Whitney test on the return so far by 30k") :][:300]
-    shown = re.search(r"\*\*p = ([0-9.]+)\*\* \(Welch p = ([0-9.]+)", reading)
-    assert shown is not None
-    assert_pvalue_shown_as(mann_whitney_pvalue(maxdiff, nnmppi), shown.group(1), "HalfCheetah Mann-Whitney")
-    assert_pvalue_shown_as(welch_ttest(maxdiff, nnmppi).pvalue, shown.group(2), "HalfCheetah Welch")
+    shown = re.search(pattern, text[text.index(start) :][:length])
+    assert shown is not None, start
+    return shown.groups()
+
+
+def test_single_shot_halfcheetah_reading_is_that_of_its_csv():
+    """Per seed the return so far, the last window's return and the distance, the means, and the rule's test."""
+    # seeds 0-4 (the file also holds the seeds 5-9 run after this reading)
+    values = halfcheetah_single_shot_values(HALFCHEETAH_STEPS, range(5))
+    _, rows = table_after("| method | seed | return so far by 10k |")
+    assert len(rows) == 12
+    assert_halfcheetah_rows(rows, values, 5)
+    maxdiff, nnmppi = (list(values[HALFCHEETAH_QUANTITIES[2]][key].values()) for key in ("maxdiff", "nnmppi"))
+    start = "By the rule: the two-sided Mann-Whitney test on the return so far by 30k"
+    rank, welch = shown_pvalues(start, r"\*\*p = ([0-9.]+)\*\* \(Welch p = ([0-9.]+)")
+    assert_pvalue_shown_as(mann_whitney_pvalue(maxdiff, nnmppi), rank, "HalfCheetah Mann-Whitney")
+    assert_pvalue_shown_as(welch_ttest(maxdiff, nnmppi).pvalue, welch, "HalfCheetah Welch")
 
 
 def test_single_shot_jitter_reading_is_that_of_its_csv():
