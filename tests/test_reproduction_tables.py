@@ -731,6 +731,49 @@ def test_single_shot_halfcheetah_reading_is_that_of_its_csv():
     assert_pvalue_shown_as(welch_ttest(maxdiff, nnmppi).pvalue, welch, "HalfCheetah Welch")
 
 
+# the authors' single-shot HalfCheetah seeds, window returns summed to 30k steps (their reward_data.pkl)
+AUTHORS_HALFCHEETAH_30K = {
+    "maxdiff": [15001.9, 7339.5, 9176.5, 12622.5, 11476.4, 10202.5, 8544.8, 9537.8, 8608.1, 8524.1],
+    "nnmppi": [-126.3, -492.8, 11640.5, -548.5, -303.3, -1120.8, 11132.4, 12610.0, -292.0, -1307.9],
+}
+
+
+def forward_fisher(ours: list[float], theirs: list[float]) -> float:
+    """Fisher's exact test (two-sided) on how many of two groups run forward (a return so far above 5,000)."""
+    from scipy.stats import fisher_exact
+
+    a, b = sum(v > 5000 for v in ours), sum(v > 5000 for v in theirs)
+    return float(fisher_exact([[a, len(ours) - a], [b, len(theirs) - b]], alternative="two-sided").pvalue)
+
+
+def test_single_shot_halfcheetah_ten_seed_reading_is_that_of_its_csv():
+    """Seeds 5-9 per seed, the means of seeds 0-9, the rule's test at 10 against 10 and the descriptive tests."""
+    values = halfcheetah_single_shot_values(HALFCHEETAH_STEPS, range(10))
+    _, rows = table_after("| method | seed | return so far by 10k |", skip=1)
+    assert sorted((METHODS[m], int(s)) for m, s, *_ in rows if s) == [
+        (m, s) for m in ("maxdiff", "nnmppi") for s in range(5, 10)
+    ]
+    assert len(rows) == 12
+    assert_halfcheetah_rows(rows, values, 10)
+    by_30k = {key: values[HALFCHEETAH_QUANTITIES[2]][key] for key in ("maxdiff", "nnmppi")}
+    maxdiff, nnmppi = (list(by_30k[key].values()) for key in ("maxdiff", "nnmppi"))
+    rank, welch = shown_pvalues("By the rule, at ten seeds each:", r"\*\*p = ([0-9.]+)\*\* \(Welch p = ([0-9.]+)")
+    assert_pvalue_shown_as(mann_whitney_pvalue(maxdiff, nnmppi), rank, "HalfCheetah 10 seeds Mann-Whitney")
+    assert_pvalue_shown_as(welch_ttest(maxdiff, nnmppi).pvalue, welch, "HalfCheetah 10 seeds Welch")
+    (later,) = shown_pvalues("By the rule, at ten seeds each:", r"seeds 5-9 alone give p = ([0-9.]+)", 500)
+    later_pair = ([by_30k[key][seed] for seed in range(5, 10)] for key in ("maxdiff", "nnmppi"))
+    assert_pvalue_shown_as(mann_whitney_pvalue(*later_pair), later, "HalfCheetah seeds 5-9")
+    ours_maxdiff, ours_nnmppi = shown_pvalues(
+        "By the rule, at ten seeds each:",
+        r"Fisher's exact test, two-sided, p = ([0-9.]+)\)[\s\S]*?3 of 10 \(p = ([0-9.]+)\)",
+        900,
+    )
+    for key, shown in (("maxdiff", ours_maxdiff), ("nnmppi", ours_nnmppi)):
+        assert_pvalue_shown_as(forward_fisher(list(by_30k[key].values()), AUTHORS_HALFCHEETAH_30K[key]), shown, key)
+    (between,) = shown_pvalues("was read: the forward counts of the two methods", r"give Fisher p = ([0-9.]*[0-9])")
+    assert_pvalue_shown_as(forward_fisher(maxdiff, nnmppi), between, "HalfCheetah forward counts")
+
+
 def test_single_shot_jitter_reading_is_that_of_its_csv():
     """The per-seed table of the run with the authors' jitter, its swim count and the rule's tests against both."""
     steps = [10_000, 20_000, 30_000]
