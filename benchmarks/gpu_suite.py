@@ -7,15 +7,16 @@ against the plain batch in the same call, then where a graphed training step of 
 launches, host copies, host and GPU milliseconds of the planner and of the updates, and the kernels that take the
 GPU's time; and the GPU time of the planner's rollout and of its path entropy, each alone), then the end-to-end cost
 of a batch of 20 MaxDiff agents with every speed option of the package at once (the planner in bfloat16, whose
-learning the ``swimmer-bfloat16`` runs checked on the CPU, and the updates overlapped), then the same end-to-end
-run and profile with cuBLAS allowed to multiply float32 matrices in TF32 on the tensor cores
+learning the ``swimmer-bfloat16`` runs checked on the CPU, and the updates overlapped), then the same end-to-end run
+and profile with cuBLAS allowed to multiply float32 matrices in TF32 on the tensor cores
 (``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1``: a measure of how much of the step is float32 multiplies, not an option of
 the package; its effect on learning is unvalidated), then the host's replay draw for 20 agents (the CPU of the GPU
-machine, before and after the flat index), then the whole test suite on a machine where a model's default
-device is CUDA (two tests that assumed the CPU were found so). Steps run in that order, each in its own process, its
-output in ``<out>/<step>.log`` (and ``.json`` where the benchmark writes one); a step starts only if its expected
-time fits in what is left of ``--seconds``, so a lease ends with the most important figures rather than with a
-killed run.
+machine, before and after the flat index), then the training cost per agent-step of 20 single-shot Ants in one mixed
+batch (whether the paper's single-shot Ant, too slow for a CPU, fits a GPU), then the whole test suite on a machine
+where a model's default device is CUDA (two tests that assumed the CPU were found so). Steps run in that order, each
+in its own process, its output in ``<out>/<step>.log`` (and ``.json`` where the benchmark writes one); a step starts
+only if its expected time fits in what is left of ``--seconds``, so a lease ends with the most important figures
+rather than with a killed run.
 
     python benchmarks/gpu_suite.py --out gpu_results --seconds 540
     python benchmarks/gpu_suite.py --list                       # the steps and their commands, nothing run
@@ -45,6 +46,10 @@ MIXED_20 = ["--device", "cuda", "--cuda-graph", "--seeds", "10", "--steps", "100
 # 20 MaxDiff agents planning in bfloat16 (the swimmer-bfloat16 preset) in one batch: the package's options together
 BF16_20 = ["--preset", "swimmer-bfloat16", "--methods", "maxdiff", "--device", "cuda", "--cuda-graph", "--seeds", "20"]
 BF16_20 += ["--steps", "1000", "--configurations", "mixed", "--quiet"]
+# 10 MaxDiff + 10 NN-MPPI single-shot Ants in one batch: what the paper's one unrun comparison (about 100k steps per
+# run, about 28 hours of one CPU core each) would cost on this GPU
+ANT_20 = ["--preset", "ant-halfcheetah", "--setting", "ant single-shot", "--methods", "maxdiff", "nnmppi"]
+ANT_20 += ["--device", "cuda", "--cuda-graph", "--seeds", "10", "--steps", "300", "--configurations", "mixed", "--quiet"]
 
 
 class Step(NamedTuple):
@@ -76,6 +81,7 @@ def steps() -> list[Step]:
         Step("e2e_plain_tf32", [e2e, *MIXED_20, "--env-threads", "1"], 100.0, env=TF32),
         Step("profile_n20_tf32", [*profile, "--cases", "20:graph", "--plan-parts"], 60.0, env=TF32),
         Step("replay_draw", [str(BENCHMARKS / "replay_draw.py"), "--learn-steps", "0"], 30.0, json=False),
+        Step("ant_single_shot", [e2e, *ANT_20], 120.0),
         Step("all_tests", ["-m", "pytest", "-q", "-n", "8", "-p", "no:cacheprovider", "tests"], 240.0, json=False),
     ]
 

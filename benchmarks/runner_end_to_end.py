@@ -103,7 +103,7 @@ def per_agent_step_costs(out: str) -> dict:
         "batches": [batch["agents"] for batch in batches.values()],
         "train_ms_per_agent_step": 1e3 * train / train_steps,
         "late_train_ms_per_agent_step": late_ms,
-        "eval_ms_per_agent_step": 1e3 * evaluation / eval_steps,
+        "eval_ms_per_agent_step": 1e3 * evaluation / eval_steps if eval_steps else None,  # None: single-shot, no evaluation
         "train_seconds": train,
         "eval_seconds": evaluation,
     }
@@ -150,11 +150,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     )
     print("|---|---|---|---|---|---|---|")
     for row in rows:
-        ratio = row["eval_ms_per_agent_step"] / row["train_ms_per_agent_step"]
-        late = row["late_train_ms_per_agent_step"]
+        evaluation, late = row["eval_ms_per_agent_step"], row["late_train_ms_per_agent_step"]
+        ratio = "-" if evaluation is None else f"{evaluation / row['train_ms_per_agent_step']:.2f}"
         print(
             f"| {row['configuration']} | {' + '.join(map(str, row['batches']))} | {row['train_ms_per_agent_step']:.3f} | "
-            f"{'-' if late is None else f'{late:.3f}'} | {row['eval_ms_per_agent_step']:.3f} | {ratio:.2f} | "
+            f"{'-' if late is None else f'{late:.3f}'} | {'-' if evaluation is None else f'{evaluation:.3f}'} | {ratio} | "
             f"{row['wall_seconds']:.0f} s |"
         )
     if args.json:

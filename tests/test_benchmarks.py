@@ -262,6 +262,21 @@ def test_end_to_end_late_pace_is_the_timed_seconds_over_every_agents_timed_steps
     assert per_agent_step_costs(str(tmp_path / "part"))["late_train_ms_per_agent_step"] is None
 
 
+def test_end_to_end_costs_of_single_shot_runs_have_no_evaluation_figure(tmp_path):
+    """A single-shot batch is not evaluated (no episodes): its training cost is given, its evaluation cost is None."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from runner_end_to_end import per_agent_step_costs
+
+    runs = ["ant single-shot / maxdiff / seed 0", "ant single-shot / nnmppi / seed 0"]
+    for name, method in (("a", "maxdiff"), ("b", "nnmppi")):
+        _result(tmp_path / name, 0, method, 8.0, 2.6e-5, batched_runs=runs)
+        result_json = tmp_path / name / "result.json"
+        result_json.write_text(json.dumps({**json.loads(result_json.read_text()), "eval_returns": {}}))
+    costs = per_agent_step_costs(str(tmp_path))
+    assert costs["train_ms_per_agent_step"] == pytest.approx(1e3 * 8.0 / 2000)
+    assert costs["eval_ms_per_agent_step"] is None
+
+
 @pytest.mark.slow
 def test_end_to_end_benchmark_runs_both_configurations(tmp_path):
     """
