@@ -633,16 +633,22 @@ def assert_single_shot_rows(rows: list[list[str]], values: dict[str, dict[int, f
         assert swims.startswith("yes" if values["x distance at 30,000"][int(seed)] > 100 else "no"), seed
 
 
+def counts_above(a: list[float], b: list[float], line: float) -> tuple[list[int], float]:
+    """How many values of each group are above ``line``, and Fisher's exact test (two-sided) on those counts."""
+    from scipy.stats import fisher_exact
+
+    above = [sum(value > line for value in a), sum(value > line for value in b)]
+    table = [[above[0], len(a) - above[0]], [above[1], len(b) - above[1]]]
+    return above, float(fisher_exact(table, alternative="two-sided").pvalue)
+
+
 def swim_comparison(a: list[float], b: list[float]) -> tuple[list[int], float, float]:
     """
     Two groups of single-shot x distances by 30k: how many of each swim (more than 100), Fisher's exact test on those
     counts and the Mann-Whitney test on the distances (two-sided both).
     """
-    from scipy.stats import fisher_exact
-
-    swim = [sum(d > 100 for d in a), sum(d > 100 for d in b)]
-    fisher = fisher_exact([[swim[0], len(a) - swim[0]], [swim[1], len(b) - swim[1]]], alternative="two-sided").pvalue
-    return swim, float(fisher), mann_whitney_pvalue(a, b)
+    swim, fisher = counts_above(a, b, 100)
+    return swim, fisher, mann_whitney_pvalue(a, b)
 
 
 def test_single_shot_ten_seed_reading_is_that_of_its_csvs():
@@ -738,14 +744,6 @@ AUTHORS_HALFCHEETAH_30K = {
 }
 
 
-def forward_fisher(ours: list[float], theirs: list[float]) -> float:
-    """Fisher's exact test (two-sided) on how many of two groups run forward (a return so far above 5,000)."""
-    from scipy.stats import fisher_exact
-
-    a, b = sum(v > 5000 for v in ours), sum(v > 5000 for v in theirs)
-    return float(fisher_exact([[a, len(ours) - a], [b, len(theirs) - b]], alternative="two-sided").pvalue)
-
-
 def test_single_shot_halfcheetah_ten_seed_reading_is_that_of_its_csv():
     """Seeds 5-9 per seed, the means of seeds 0-9, the rule's test at 10 against 10 and the descriptive tests."""
     values = halfcheetah_single_shot_values(HALFCHEETAH_STEPS, range(10))
@@ -769,9 +767,10 @@ def test_single_shot_halfcheetah_ten_seed_reading_is_that_of_its_csv():
         900,
     )
     for key, shown in (("maxdiff", ours_maxdiff), ("nnmppi", ours_nnmppi)):
-        assert_pvalue_shown_as(forward_fisher(list(by_30k[key].values()), AUTHORS_HALFCHEETAH_30K[key]), shown, key)
+        _, fisher = counts_above(list(by_30k[key].values()), AUTHORS_HALFCHEETAH_30K[key], 5000)
+        assert_pvalue_shown_as(fisher, shown, key)
     (between,) = shown_pvalues("was read: the forward counts of the two methods", r"give Fisher p = ([0-9.]*[0-9])")
-    assert_pvalue_shown_as(forward_fisher(maxdiff, nnmppi), between, "HalfCheetah forward counts")
+    assert_pvalue_shown_as(counts_above(maxdiff, nnmppi, 5000)[1], between, "HalfCheetah forward counts")
 
 
 def test_single_shot_jitter_reading_is_that_of_its_csv():
