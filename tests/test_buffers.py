@@ -97,6 +97,9 @@ def test_a_draw_holds_the_cells_of_its_rows_and_environments(per_env):
     for name in ("observations", "next_observations", "actions", "next_actions", "rewards", "bootstrap_masks"):
         array = getattr(buffer, name)
         array[:rows] = rng.standard_normal(array[:rows].shape)  # a different value in every cell
+    # terminations: an episode that ended, not one cut by its time limit
+    buffer.dones[:rows] = rng.integers(0, 2, size=(rows, n_envs))
+    buffer.timeouts[:rows] = rng.integers(0, 2, size=(rows, n_envs))
     buffer.pos = rows
     np.random.seed(5)
     drawn = buffer.sample_per_env(16) if per_env else buffer.sample(16)
@@ -113,6 +116,7 @@ def test_a_draw_holds_the_cells_of_its_rows_and_environments(per_env):
         buffer.next_actions[batch_inds, env_inds],
         buffer.rewards[batch_inds, env_inds][..., None],
         buffer.bootstrap_masks[batch_inds, env_inds][..., None],
+        (buffer.dones * (1 - buffer.timeouts))[batch_inds, env_inds][..., None],
     ]
     for got, want in zip(drawn, expected, strict=True):
         assert got.dtype == th.float32 and got.shape == want.shape

@@ -154,7 +154,7 @@ def test_non_finite_loss_skips_that_agent_only(monkeypatch):
     def agent_one_diverges(self, *args):
         losses = loss(self, *args)
         nan_for_agent_one = th.tensor([0.0, float("nan"), 0.0])
-        return type(losses)(*(value + nan_for_agent_one for value in losses))
+        return type(losses)(*(None if value is None else value + nan_for_agent_one for value in losses))
 
     monkeypatch.setattr(BatchedDynamicsRewardModel, "loss", agent_one_diverges)
     with pytest.warns(UserWarning, match=r"Non-finite model loss: 25 of 25 gradient steps were skipped \(agents \[1\]\)"):

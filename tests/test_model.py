@@ -94,7 +94,8 @@ def test_loss_leaves_out_rows_with_non_finite_entries():
     dirty[0][4, 1] = float("nan")  # a NaN observation
     dirty[4][5, 0] = float("inf")  # an infinite reward
     mixed = model.loss(*dirty)
-    for a, b in zip(clean, mixed):
+    assert clean.value is None and mixed.value is None  # no value net
+    for a, b in zip(clean[:3], mixed[:3]):
         assert th.allclose(a, b, atol=1e-6)
     mixed.total.backward()
     assert all(th.isfinite(p.grad).all() for p in model.parameters())

@@ -16,6 +16,8 @@ class NextActionReplayBufferSamples(NamedTuple):
     next_actions: th.Tensor
     rewards: th.Tensor
     bootstrap_masks: th.Tensor
+    # 1 where the episode terminated at the next observation (not where it was truncated), as SB3's ``dones``
+    dones: th.Tensor
 
 
 class Cells:
@@ -184,5 +186,6 @@ class NextActionReplayBuffer(ReplayBuffer):
             cells.gather(self.next_actions),
             self._normalize_reward(cells.gather(self.rewards)[..., None], env),
             cells.gather(self.bootstrap_masks)[..., None],
+            (cells.gather(self.dones) * (1.0 - cells.gather(self.timeouts)))[..., None],
         )
         return NextActionReplayBufferSamples(*(self.to_torch(np.asarray(x, dtype=np.float32)) for x in data))

@@ -19,6 +19,12 @@ from sb3_maxdiff.common.optimizers import AgentAdam, ModelUpdate, model_updates
 WARMUP_CALLS = 2
 
 
+def copied_losses(losses: ModelLosses, copy: Callable[[th.Tensor], th.Tensor]) -> ModelLosses:
+    """``losses`` with ``copy`` applied to each of them (the value loss stays None where there is none)."""
+    value = None if losses.value is None else copy(losses.value)
+    return ModelLosses(copy(losses.total), copy(losses.dynamics), copy(losses.reward), value)
+
+
 def storage_pointers(*modules: nn.Module | None) -> tuple[int, ...]:
     """
     Addresses of the modules' parameters and buffers (None: no module): a captured graph reads them where they
@@ -227,8 +233,7 @@ class UpdateGraph:
             updates = call()
         # the outputs, detached: a replay overwrites them in place
         self.outputs = [
-            ModelUpdate(ModelLosses(*(loss.detach() for loss in update.losses)), update.finite, update.applied)
-            for update in updates
+            ModelUpdate(copied_losses(update.losses, th.Tensor.detach), update.finite, update.applied) for update in updates
         ]
         self.pointers = storage_pointers(model) + optimizer_pointers(optimizer)
 
@@ -248,7 +253,7 @@ class UpdateGraph:
             static.copy_(tensor)
         self.graph.replay()
         return [
-            ModelUpdate(ModelLosses(*(loss.clone() for loss in update.losses)), update.finite.clone(), update.applied)
+            ModelUpdate(copied_losses(update.losses, th.Tensor.clone), update.finite.clone(), update.applied)
             for update in self.outputs
         ]
 

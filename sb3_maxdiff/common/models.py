@@ -8,7 +8,7 @@ import torch as th
 from torch import nn
 from torch.nn import functional as F
 
-from sb3_maxdiff.common.utils import is_integer
+from sb3_maxdiff.common.utils import check_fraction, is_integer
 
 LOG_STD_MIN, LOG_STD_MAX = -10.0, 2.0
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -17,11 +17,12 @@ LayerParams = tuple[th.Tensor, th.Tensor]
 
 
 class ModelLosses(NamedTuple):
-    """Model losses: scalars for one model, shape (N,) for N independent agents."""
+    """Model losses: scalars for one model, shape (N,) for N independent agents (``value``: None without a value net)."""
 
     total: th.Tensor
     dynamics: th.Tensor
     reward: th.Tensor
+    value: th.Tensor | None = None
 
 
 def mlp_layers(input_dim: int, output_dim: int, net_arch: list[int], init_w: float) -> nn.ModuleList:
@@ -60,12 +61,24 @@ def run_mlp(params: list[LayerParams], activation: nn.Module, inputs: th.Tensor)
     return affine(hidden, *transposed(*params[-1]))
 
 
-def check_net_arch(net_arch: list[int] | None) -> list[int]:
-    """The hidden layer sizes (default [200, 200]), or a ValueError naming ``net_arch``."""
+def check_net_arch(net_arch: list[int] | None, name: str = "net_arch") -> list[int]:
+    """The hidden layer sizes (default [200, 200]), or a ValueError naming the parameter ``name``."""
     net_arch = [200, 200] if net_arch is None else list(net_arch)
     if not net_arch or any(not (is_integer(size) and size >= 1) for size in net_arch):
-        raise ValueError(f"net_arch must be a non-empty list of positive ints (hidden layer sizes), got {net_arch!r}")
+        raise ValueError(f"{name} must be a non-empty list of positive ints (hidden layer sizes), got {net_arch!r}")
     return net_arch
+
+
+def frozen_copy(layers: nn.ModuleList) -> nn.ModuleList:
+    """A copy of linear layers whose weights and biases are buffers, not parameters (a target network)."""
+    copies = nn.ModuleList()
+    for layer in layers:
+        assert isinstance(layer, nn.Linear)
+        frozen = nn.Module()
+        frozen.register_buffer("weight", layer.weight.detach().clone())
+        frozen.register_buffer("bias", layer.bias.detach().clone())
+        copies.append(frozen)
+    return copies
 
 
 # ----- the planner's fused rollout ---------------------------------------------------------------
@@ -112,14 +125,17 @@ def fused_rollout(
     actions: th.Tensor,
     state_bound: float,
     dtype: th.dtype = th.float32,
+    discount: float = 1.0,
+    final_state: th.Tensor | None = None,
 ) -> tuple[th.Tensor, th.Tensor]:
     """
-    Roll the mean dynamics ``s + f(s, a)`` out from ``obs`` under each action sequence, summing ``r(s, a)``.
+    Roll the mean dynamics ``s + f(s, a)`` out from ``obs`` under each action sequence, summing ``r(s, a)``
+    (``discount ** t * r(s_t, a_t)`` for a discount below 1).
 
     The first layers of both networks are split into their state and action parts. The action parts of
     all H steps come from one matrix multiply up front, and the state parts of both networks from one
     multiply per step, so the Python loop over H runs five multiplies per step (for two hidden layers),
-    no concatenation, and no dynamics at the last step (``s_H`` is not scored). States are accumulated
+    no concatenation, and no dynamics at the last step unless ``final_state`` asks for ``s_H``. States are accumulated
     in float32; with ``dtype=th.bfloat16`` the multiplies run on bfloat16 copies of the weights.
 
     :param dynamics: (weight, bias) of the dynamics layers, alone or batched over N agents
@@ -129,6 +145,9 @@ def fused_rollout(
     :param actions: action sequences (B, H, m), or (N, B, H, m)
     :param state_bound: predicted states are clamped to [-state_bound, state_bound]
     :param dtype: compute dtype of the multiplies (float32 or bfloat16)
+    :param discount: weight ``discount ** t`` of the reward of step t (1: a plain sum, as published)
+    :param final_state: where to write the state ``s_H`` after the last action, (B, n) or (N, B, n) (None: not needed,
+        and not computed)
     :return: summed rewards (B,) or (N, B), and the visited states s_0 .. s_{H-1}, (B, H, n) or (N, B, H, n)
     """
     *lead, n_batch, horizon, action_dim = actions.shape
@@ -162,17 +181,22 @@ def fused_rollout(
         def first_layer(step: int) -> th.Tensor:
             return th.baddbmm(first_bias, inputs[step].to(dtype), first_weight_t, out=first_output)
 
-    # visited[t] is s_t; each step writes s_{t+1}, and s_H is never needed
+    # visited[t] is s_t; each step writes s_{t+1}, the last one s_H into final_state (if given)
     visited[0] = obs
     reward_outputs = _layer_outputs(reward[1:], (*lead, n_batch), obs.to(dtype))
     dynamics_outputs = _layer_outputs(dynamics[1:], (*lead, n_batch), obs.to(dtype))
     total_reward = th.zeros((*lead, n_batch, 1), dtype=obs.dtype, device=obs.device)
     for step in range(horizon):
         hidden = activation(first_layer(step))
-        total_reward += _mlp_tail(reward[1:], hidden[..., dynamics_width:], activation, reward_outputs)
-        if step + 1 < horizon:
+        step_reward = _mlp_tail(reward[1:], hidden[..., dynamics_width:], activation, reward_outputs)
+        if discount == 1.0:
+            total_reward += step_reward
+        else:
+            total_reward.add_(step_reward, alpha=discount**step)
+        next_state = visited[step + 1] if step + 1 < horizon else final_state
+        if next_state is not None:
             delta = _mlp_tail(dynamics[1:], hidden[..., :dynamics_width], activation, dynamics_outputs)[..., :obs_dim]
-            th.add(visited[step], delta, out=visited[step + 1]).clamp_(-state_bound, state_bound)
+            th.add(visited[step], delta, out=next_state).clamp_(-state_bound, state_bound)
     return total_reward.squeeze(-1), visited.movedim(0, -2)
 
 
@@ -188,20 +212,41 @@ class DynamicsRewardBase(nn.Module):
     :param action_dim: size of the action
     :param activation_fn: hidden activation
     :param reward_discount: discount of the TD-like reward target (0.95 in the paper)
+    :param value_discount: discount ``gamma`` of the terminal value's TD target (used only with a value net)
+    :param value_tau: step of the value's target network toward the value net after each update (Polyak averaging)
+
+    A model with a value net (``value_net_arch`` in the subclasses) also learns ``V(s)``, the discounted return of
+    the behaviour in the replay buffer from ``s``, by temporal differences: ``V(s) <- r + gamma * (1 - done) *
+    V_target(s')``, with ``V_target`` a slowly moving copy of ``V``; the planner adds ``gamma^H V(s_H)`` to each
+    sampled path's discounted predicted return.
     """
 
-    def __init__(self, obs_dim: int, action_dim: int, activation_fn: type[nn.Module], reward_discount: float):
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        activation_fn: type[nn.Module],
+        reward_discount: float,
+        value_discount: float = 0.99,
+        value_tau: float = 0.005,
+    ):
         super().__init__()
         self.obs_dim, self.action_dim = obs_dim, action_dim
         self.reward_discount = reward_discount
+        self.value_discount, self.value_tau = check_fraction("gamma", value_discount), check_fraction("tau", value_tau)
         # in place where possible: the planner runs this K x H times per step
         self.activation = nn.ReLU(inplace=True) if activation_fn is nn.ReLU else activation_fn()
 
     # the parameters, as the subclass holds them
     agent_axes: tuple[int, ...] = ()  # leading axes of the parameters: () for one model, (N,) for N agents
+    has_value: bool = False  # whether the model learns a terminal value (a value net and its target)
 
     def layer_params(self, network: str) -> list[LayerParams]:
-        """(weight, bias) of the layers of ``network``, "dynamics" or "reward"."""
+        """(weight, bias) of the layers of ``network``, "dynamics", "reward", "value" or "value_target"."""
+        raise NotImplementedError
+
+    def update_value_target(self) -> None:
+        """Move the value's target network a step ``value_tau`` toward the value net (no-op without a value net)."""
         raise NotImplementedError
 
     def log_std_rows(self) -> th.Tensor:
@@ -222,8 +267,24 @@ class DynamicsRewardBase(nn.Module):
     def predict_reward(self, obs: th.Tensor, action: th.Tensor) -> th.Tensor:
         return run_mlp(self.layer_params("reward"), self.activation, th.cat([obs, action], dim=-1)).squeeze(-1)
 
+    def terminal_value(self, obs: th.Tensor, target: bool = False) -> th.Tensor:
+        """
+        The learned value ``V(s)`` of states (shape (..., n) -> (...); the first axis the agent's for batched agents).
+
+        :param target: use the target network (the TD target's), not the value net
+        """
+        if not self.has_value:
+            raise ValueError("this model has no value net: make it with value_net_arch (terminal_value=True)")
+        network = "value_target" if target else "value"
+        return run_mlp(self.layer_params(network), self.activation, obs).squeeze(-1)
+
     def rollout(
-        self, obs: th.Tensor, actions: th.Tensor, state_bound: float, dtype: th.dtype = th.float32
+        self,
+        obs: th.Tensor,
+        actions: th.Tensor,
+        state_bound: float,
+        dtype: th.dtype = th.float32,
+        value_discount: float | None = None,
     ) -> tuple[th.Tensor, th.Tensor]:
         """
         The planner's rollout of the mean dynamics (see :func:`fused_rollout`), over any leading axes; for
@@ -233,7 +294,9 @@ class DynamicsRewardBase(nn.Module):
         :param actions: action sequences, shape (*lead, H, m)
         :param state_bound: predicted states are clamped to [-state_bound, state_bound]
         :param dtype: compute dtype of the multiplies (float32 or bfloat16)
-        :return: summed predicted rewards (*lead,) and the visited states s_0 .. s_{H-1}, shape (*lead, H, n)
+        :param value_discount: None: the predicted rewards summed (as published). A discount gamma: the return
+            ``sum_t gamma^t r_t + gamma^H V(s_H)`` with the learned terminal value (the model needs a value net)
+        :return: predicted returns (*lead,) and the visited states s_0 .. s_{H-1}, shape (*lead, H, n)
         """
         agents = self.agent_axes
         if tuple(obs.shape[: len(agents)]) != agents or tuple(actions.shape[: len(agents)]) != agents:
@@ -242,15 +305,26 @@ class DynamicsRewardBase(nn.Module):
                 f"got shapes {tuple(obs.shape)} and {tuple(actions.shape)}"
             )
         lead = obs.shape[:-1]
+        obs = obs.reshape(*agents, -1, obs.shape[-1])
+        final_state = None
+        if value_discount is not None:
+            if not self.has_value:
+                raise ValueError("value_discount needs a model with a value net (value_net_arch; terminal_value=True)")
+            final_state = th.empty_like(obs)
         returns, visited = fused_rollout(
             self.layer_params("dynamics"),
             self.layer_params("reward"),
             self.activation,
-            obs.reshape(*agents, -1, obs.shape[-1]),
+            obs,
             actions.reshape(*agents, -1, *actions.shape[-2:]),
             state_bound,
             dtype,
+            1.0 if value_discount is None else value_discount,
+            final_state,
         )
+        if final_state is not None:
+            assert value_discount is not None
+            returns = returns + value_discount ** actions.shape[-2] * self.terminal_value(final_state)
         return returns.view(lead), visited.view(*lead, *visited.shape[-2:])
 
     def loss(
@@ -261,23 +335,31 @@ class DynamicsRewardBase(nn.Module):
         next_actions: th.Tensor,
         rewards: th.Tensor,
         bootstrap_masks: th.Tensor,
+        dones: th.Tensor | None = None,
     ) -> ModelLosses:
         """
         Model loss on a replay batch (rows on the second-to-last axis; a leading agent axis for batched agents):
         Gaussian NLL of ``s'`` (mean over batch and dims) plus half the TD-like reward loss
-        ``mean((r + 0.95 * mask * r_hat(s', a') - r_hat(s, a))^2)``, with the target detached.
-        Rows with a non-finite entry (e.g. a NaN observation from the env) are left out of both means,
+        ``mean((r + 0.95 * mask * r_hat(s', a') - r_hat(s, a))^2)``, with the target detached; with a value net,
+        plus half the value's TD loss ``mean((r + gamma * (1 - done) * V_target(s') - V(s))^2)``.
+        Rows with a non-finite entry (e.g. a NaN observation from the env) are left out of the means,
         without a host sync; a batch with no finite row gives a NaN loss.
 
         :param rewards: shape (..., B, 1)
         :param bootstrap_masks: shape (..., B, 1), 1 where ``a'`` is the real next action of the same episode, else 0
+        :param dones: shape (..., B, 1), 1 where the episode terminated at ``s'`` (not where it was truncated), for
+            the value's TD target (None: no row terminated); unused without a value net
         """
         rows = obs.shape[:-1]
         parts = [obs, actions, next_obs, next_actions, rewards.reshape(*rows, 1), bootstrap_masks.reshape(*rows, 1)]
+        if self.has_value:
+            parts.append(th.zeros_like(parts[-1]) if dones is None else dones.reshape(*rows, 1))
         batch = th.cat(parts, dim=-1)  # one finiteness test and one select for the whole batch
         valid = th.isfinite(batch).all(dim=-1)
         batch = th.where(valid.unsqueeze(-1), batch, th.zeros((), dtype=batch.dtype, device=batch.device))
-        obs, actions, next_obs, next_actions, rewards, bootstrap_masks = batch.split([p.shape[-1] for p in parts], dim=-1)
+        obs, actions, next_obs, next_actions, rewards, bootstrap_masks, *value_parts = batch.split(
+            [p.shape[-1] for p in parts], dim=-1
+        )
         # NaN weights (0 / 0) when no row is finite
         row_weights = valid.to(obs.dtype) / valid.sum(dim=-1, keepdim=True)
         mean_next, predicted_reward = self(obs, actions)
@@ -289,7 +371,19 @@ class DynamicsRewardBase(nn.Module):
             next_reward = self.predict_reward(next_obs, next_actions)
             target = rewards.squeeze(-1) + self.reward_discount * bootstrap_masks.squeeze(-1) * next_reward
         reward_loss = (((target - predicted_reward) ** 2) * row_weights).sum(dim=-1)
-        return ModelLosses(0.5 * reward_loss + dynamics_loss, dynamics_loss, reward_loss)
+        if not self.has_value:
+            return ModelLosses(0.5 * reward_loss + dynamics_loss, dynamics_loss, reward_loss)
+        value_loss = self._value_loss(obs, next_obs, rewards, value_parts[0], row_weights)
+        return ModelLosses(0.5 * reward_loss + dynamics_loss + 0.5 * value_loss, dynamics_loss, reward_loss, value_loss)
+
+    def _value_loss(
+        self, obs: th.Tensor, next_obs: th.Tensor, rewards: th.Tensor, dones: th.Tensor, row_weights: th.Tensor
+    ) -> th.Tensor:
+        """The value's TD loss, ``mean((r + gamma * (1 - done) * V_target(s') - V(s))^2)`` over the finite rows."""
+        with th.no_grad():
+            next_value = self.terminal_value(next_obs, target=True)
+            target = rewards.squeeze(-1) + self.value_discount * (1.0 - dones.squeeze(-1)) * next_value
+        return (((target - self.terminal_value(obs)) ** 2) * row_weights).sum(dim=-1)
 
 
 class DynamicsRewardModel(DynamicsRewardBase):
@@ -302,6 +396,9 @@ class DynamicsRewardModel(DynamicsRewardBase):
     :param activation_fn: hidden activation
     :param init_w: output layers are initialised uniformly in [-init_w, init_w]
     :param reward_discount: discount of the TD-like reward target (0.95 in the paper)
+    :param value_net_arch: hidden layer sizes of a terminal value net ``V(s)`` (None: no value net, as published)
+    :param value_discount: discount ``gamma`` of the value's TD target
+    :param value_tau: step of the value's target network toward the value net after each update
     """
 
     def __init__(
@@ -312,18 +409,31 @@ class DynamicsRewardModel(DynamicsRewardBase):
         activation_fn: type[nn.Module] = nn.ReLU,
         init_w: float = 3e-3,
         reward_discount: float = 0.95,
+        value_net_arch: list[int] | None = None,
+        value_discount: float = 0.99,
+        value_tau: float = 0.005,
     ):
-        super().__init__(obs_dim, action_dim, activation_fn, reward_discount)
+        super().__init__(obs_dim, action_dim, activation_fn, reward_discount, value_discount, value_tau)
         net_arch = check_net_arch(net_arch)
         self.dynamics = mlp_layers(obs_dim + action_dim, obs_dim, net_arch, init_w)
         self.reward = mlp_layers(obs_dim + action_dim, 1, net_arch, init_w)
         self.log_std = nn.Parameter(th.zeros(obs_dim))
+        if value_net_arch is not None:  # made after the others: without it, the initial weights are as published
+            self.has_value = True
+            self.value = mlp_layers(obs_dim, 1, check_net_arch(value_net_arch, "value_net_arch"), init_w)
+            self.value_target = frozen_copy(self.value)
 
     def layer_params(self, network: str) -> list[LayerParams]:
         return [(layer.weight, layer.bias) for layer in getattr(self, network)]
 
     def log_std_rows(self) -> th.Tensor:
         return self.log_std
+
+    @th.no_grad()
+    def update_value_target(self) -> None:
+        if self.has_value:
+            # each layer's weight then bias, in both
+            th._foreach_lerp_(list(self.value_target.buffers()), list(self.value.parameters()), self.value_tau)
 
 
 class BatchedDynamicsRewardModel(DynamicsRewardBase):
@@ -338,6 +448,8 @@ class BatchedDynamicsRewardModel(DynamicsRewardBase):
         activation_fn, init_w, reward_discount)
     """
 
+    flat_buffers: th.Tensor  # with a terminal value: the target network's tensors, (N, Q)
+
     def __init__(self, n_agents: int, *model_args: Any, **model_kwargs: Any):
         if not (is_integer(n_agents) and n_agents >= 1):
             raise ValueError(f"n_agents must be an integer >= 1, got {n_agents!r}")
@@ -347,25 +459,49 @@ class BatchedDynamicsRewardModel(DynamicsRewardBase):
         super().__init__(first.obs_dim, first.action_dim, type(first.activation), first.reward_discount)
         self.n_agents = n_agents
         self.agent_axes = (n_agents,)
-        template = singles[0].state_dict()
-        self.layout: dict[str, tuple[int, th.Size]] = {}
-        offset = 0
-        for name, tensor in template.items():
-            self.layout[name] = (offset, tensor.shape)
-            offset += tensor.numel()
-        self.flat = nn.Parameter(th.stack([th.cat([t.flatten() for t in single.state_dict().values()]) for single in singles]))
-        self._n_layers = len(singles[0].dynamics)
+        self.value_discount, self.value_tau = first.value_discount, first.value_tau
+        self.has_value = first.has_value
+        # the parameters in one (N, P) parameter, the buffers (a value's target network) in one (N, Q) buffer
+        self.layout = self._layout(dict(first.named_parameters()))
+        self.flat = nn.Parameter(th.stack([th.cat([t.flatten() for t in single.parameters()]) for single in singles]))
+        self.buffer_layout = self._layout(dict(first.named_buffers()))
+        if self.buffer_layout:
+            self.register_buffer("flat_buffers", th.stack([th.cat([t.flatten() for t in s.buffers()]) for s in singles]))
+        self._n_layers = {
+            name: len(getattr(first, name)) for name in ("dynamics", "reward", "value", "value_target") if hasattr(first, name)
+        }
         self._split: dict[str, th.Tensor] | None = None
+
+    @staticmethod
+    def _layout(tensors: dict[str, th.Tensor]) -> dict[str, tuple[int, th.Size]]:
+        """Where each tensor of a single model lies in a flat row: name -> (offset, shape)."""
+        layout, offset = {}, 0
+        for name, tensor in tensors.items():
+            layout[name] = (offset, tensor.shape)
+            offset += tensor.numel()
+        return layout
 
     def view(self, name: str, flat: th.Tensor | None = None) -> th.Tensor:
         """Every agent's copy of the single-model tensor ``name`` (e.g. "dynamics.0.weight"), shape (N, *shape)."""
+        if name in self.buffer_layout:
+            offset, shape = self.buffer_layout[name]
+            flat = self.flat_buffers if flat is None else flat
+            return flat[:, offset : offset + shape.numel()].view(flat.shape[0], *shape)
         if flat is None and self._split is not None:
             return self._split[name]
         offset, shape = self.layout[name]
         flat = self.flat if flat is None else flat
         return flat[:, offset : offset + shape.numel()].view(flat.shape[0], *shape)
 
-    def loss(self, *batch: th.Tensor) -> ModelLosses:
+    @th.no_grad()
+    def update_value_target(self) -> None:
+        if self.has_value:
+            # the value net's and the target's tensors lie in the same order in their flat rows
+            value_start, _ = self.layout["value.0.weight"]
+            width = self.flat_buffers.shape[1]
+            self.flat_buffers.lerp_(self.flat[:, value_start : value_start + width], self.value_tau)
+
+    def loss(self, *batch: Any) -> ModelLosses:
         """
         The loss of every agent, shape (N,) each (see :meth:`DynamicsRewardBase.loss`). The tensors are cut
         out of the flat parameter by one ``split`` for the whole loss, so that the backward pass gathers their
@@ -380,7 +516,8 @@ class BatchedDynamicsRewardModel(DynamicsRewardBase):
             self._split = None
 
     def layer_params(self, network: str) -> list[LayerParams]:
-        return [(self.view(f"{network}.{i}.weight"), self.view(f"{network}.{i}.bias")) for i in range(self._n_layers)]
+        layers = range(self._n_layers[network])
+        return [(self.view(f"{network}.{i}.weight"), self.view(f"{network}.{i}.bias")) for i in layers]
 
     @property
     def log_std(self) -> th.Tensor:
@@ -392,10 +529,10 @@ class BatchedDynamicsRewardModel(DynamicsRewardBase):
 
     def agent_state_dict(self, index: int) -> dict[str, th.Tensor]:
         """The state dict of agent ``index`` as a :class:`DynamicsRewardModel` (copies)."""
-        return {name: self.view(name)[index].detach().clone() for name in self.layout}
+        return {name: self.view(name)[index].detach().clone() for name in (*self.layout, *self.buffer_layout)}
 
     def load_agent_state_dict(self, index: int, state_dict: dict[str, Any]) -> None:
         """Set agent ``index``'s weights from a :class:`DynamicsRewardModel` state dict."""
         with th.no_grad():
-            for name in self.layout:
+            for name in (*self.layout, *self.buffer_layout):
                 self.view(name)[index].copy_(state_dict[name])

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import torch as th
 
 from sb3_maxdiff.common.entropy import EntropyBonus
-from sb3_maxdiff.common.utils import check_flag, check_positive
+from sb3_maxdiff.common.utils import check_flag, check_fraction, check_positive
 
 # Scores that are not finite (diverging model) get this value: they receive ~zero weight.
 INVALID_SCORE = -1e30
@@ -110,6 +110,8 @@ class PlannerSettings:
     :param state_bound: bound on predicted states, so that a diverging model stays finite (``math.inf``: none,
         for known dynamics)
     :param dtype: compute dtype of the model rollouts, "float32" or "bfloat16" (see :func:`rollout`)
+    :param value_discount: None: a sample's return is its predicted rewards summed (as published). A discount gamma
+        in (0, 1]: ``sum_t gamma^t r_t + gamma^H V(s_H)``, with the model's learned terminal value ``V``
     """
 
     horizon: int = 40
@@ -120,6 +122,7 @@ class PlannerSettings:
     clip_samples: bool = False
     state_bound: float = 1e6
     dtype: str = "float32"
+    value_discount: float | None = None
 
     def __post_init__(self) -> None:
         self.check()
@@ -139,6 +142,8 @@ class PlannerSettings:
             check_flag("control_cost", self.control_cost)
         check_flag("clip_samples", self.clip_samples)
         planner_compute_dtype(self.dtype)
+        if self.value_discount is not None:
+            check_fraction("value_discount", self.value_discount)
         return self
 
     @property
@@ -164,24 +169,36 @@ def _flags(flags: tuple[bool, ...], dtype: th.dtype, device: th.device) -> th.Te
 
 
 def _generic_rollout(
-    model: th.nn.Module, obs: th.Tensor, actions: th.Tensor, state_bound: float
+    model: th.nn.Module, obs: th.Tensor, actions: th.Tensor, state_bound: float, value_discount: float | None = None
 ) -> tuple[th.Tensor, th.Tensor]:
-    """Step any ``model(state, action) -> (next_state, reward)`` over (B, .) rows (e.g. known dynamics in the tests)."""
+    """
+    Step any ``model(state, action) -> (next_state, reward)`` over (B, .) rows (e.g. known dynamics in the tests);
+    with ``value_discount``, the rewards discounted and ``gamma^H * model.terminal_value(s_H)`` added.
+    """
     lead = obs.shape[:-1]
     state = obs.reshape(-1, obs.shape[-1])
     steps = actions.reshape(-1, *actions.shape[-2:]).transpose(0, 1).contiguous()  # (H, B, m): each step's rows together
     total_reward, visited = th.zeros(state.shape[0], dtype=obs.dtype, device=obs.device), []
+    weight = 1.0
     for action in steps:
         visited.append(state)
         next_state, reward = model(state, action)
-        total_reward = total_reward + reward
+        total_reward = total_reward + reward if value_discount is None else total_reward + weight * reward
+        weight *= 1.0 if value_discount is None else value_discount
         state = next_state if state_bound == math.inf else next_state.clamp(-state_bound, state_bound)
+    if value_discount is not None:
+        total_reward = total_reward + weight * model.terminal_value(state)  # type: ignore[operator]
     states = th.stack(visited, dim=1)
     return total_reward.view(lead), states.view(*lead, *states.shape[-2:])
 
 
 def rollout(
-    model: th.nn.Module, obs: th.Tensor, actions: th.Tensor, state_bound: float, dtype: th.dtype = th.float32
+    model: th.nn.Module,
+    obs: th.Tensor,
+    actions: th.Tensor,
+    state_bound: float,
+    dtype: th.dtype = th.float32,
+    value_discount: float | None = None,
 ) -> tuple[th.Tensor, th.Tensor]:
     """
     Roll ``model`` out from ``obs`` under each action sequence: the model's own fused ``rollout`` where it
@@ -193,12 +210,18 @@ def rollout(
     :param actions: action sequences, shape (*lead, H, m)
     :param state_bound: predicted states are clamped to [-state_bound, state_bound]
     :param dtype: compute dtype of the multiplies (float32 or bfloat16; the loop ignores it)
-    :return: summed predicted rewards (*lead,) and the visited states s_0 .. s_{H-1}, shape (*lead, H, n)
+    :param value_discount: None: the predicted rewards summed. A discount gamma: ``sum_t gamma^t r_t + gamma^H
+        V(s_H)`` with the model's ``terminal_value`` (which the model must have)
+    :return: predicted returns (*lead,) and the visited states s_0 .. s_{H-1}, shape (*lead, H, n)
     """
+    if value_discount is not None and not hasattr(model, "terminal_value"):
+        raise ValueError(f"a terminal value needs a model with a terminal_value method, got {type(model).__name__}")
     fused = getattr(model, "rollout", None)
     if fused is None:
-        return _generic_rollout(model, obs, actions, state_bound)
-    return fused(obs, actions, state_bound, dtype)
+        return _generic_rollout(model, obs, actions, state_bound, value_discount)
+    if value_discount is None:
+        return fused(obs, actions, state_bound, dtype)
+    return fused(obs, actions, state_bound, dtype, value_discount)
 
 
 class MPPIPlanner:
@@ -316,7 +339,7 @@ class MPPIPlanner:
             noise = samples - nominal[:, None]
         # 3. one batched rollout over E * K samples: returns (E, K), states (E, K, H, n)
         start = obs[:, None].expand(n_envs, n_samples, obs.shape[-1])
-        returns, states = rollout(model, start, samples, settings.state_bound, settings.compute_dtype)
+        returns, states = rollout(model, start, samples, settings.state_bound, settings.compute_dtype, settings.value_discount)
         # 4. scores: predicted return, control term (NN-MPPI), path entropy (MaxDiff)
         scores, entropy = self.scores(returns, noise, states, history, generator)
         finite = th.isfinite(scores)

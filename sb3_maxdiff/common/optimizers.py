@@ -156,7 +156,7 @@ def model_updates(
     """
     ``gradient_steps`` updates of ``model`` on consecutive minibatches of ``batch_size`` rows cut from one
     replay draw (rows on the second-to-last axis of each tensor of ``data``), each skipped where its loss is
-    not finite (see :func:`apply_update`).
+    not finite (see :func:`apply_update`); a model with a terminal value moves its target network after each.
 
     :param model: the learned model (its ``loss`` takes the tensors of ``data``)
     :param optimizer: its optimizer
@@ -171,5 +171,7 @@ def model_updates(
         losses = model.loss(*batch)
         finite = th.isfinite(losses.total)
         applied = apply_update(optimizer, losses.total, finite)
+        if model.has_value:
+            model.update_value_target()
         updates.append(ModelUpdate(losses, finite, applied))
     return updates

@@ -59,7 +59,8 @@ class TrainingStats:
         self.attempted_updates += 1
         if not applied:
             return
-        losses = th.stack([loss.total, loss.dynamics, loss.reward]).detach()
+        parts = [loss.total, loss.dynamics, loss.reward] + ([] if loss.value is None else [loss.value])
+        losses = th.stack(parts).detach()
         self.sums.add("losses", th.where(finite, losses, th.zeros((), device=losses.device)))
         self.sums.add("applied", finite.float())
 
@@ -101,8 +102,8 @@ class TrainingStats:
         record("train/n_updates", n_updates, exclude="tensorboard")
         model_loss = None
         if "losses" in sums:
-            losses = sums["losses"] / np.maximum(applied, 1.0)  # (3,) or (3, N)
-            for name, values in zip(("model_loss", "dynamics_loss", "reward_loss"), losses):
+            losses = sums["losses"] / np.maximum(applied, 1.0)  # (3,) or (3, N); 4 rows with a terminal value
+            for name, values in zip(("model_loss", "dynamics_loss", "reward_loss", "value_loss"), losses):
                 record(f"train/{name}", float(np.mean(values)))
             record("train/model_log_std", float(model_log_std.detach().mean()))
             model_loss = losses[0]

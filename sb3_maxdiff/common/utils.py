@@ -58,6 +58,13 @@ def check_positive(name: str, value: float, integer: bool = False) -> None:
         raise ValueError(f"{name} must be a number > 0, got {value!r}")
 
 
+def check_fraction(name: str, value: float) -> float:
+    """``value`` as a float, with an error naming ``name`` unless it is a number in (0, 1] (a discount, a step)."""
+    if not (is_real(value) and 0.0 < value <= 1.0):
+        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
 def check_flag(name: str, value: object) -> bool:
     """``value`` as a bool, with an error naming ``name`` unless it is True or False."""
     if not isinstance(value, (bool, np.bool_)):

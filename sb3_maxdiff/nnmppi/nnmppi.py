@@ -35,6 +35,7 @@ from sb3_maxdiff.common.training_stats import TrainingStats
 from sb3_maxdiff.common.utils import (
     check_choice,
     check_flag,
+    check_fraction,
     check_per_agent,
     check_positive,
     check_spaces,
@@ -79,6 +80,14 @@ class NNMPPI(OffPolicyAlgorithm):
     :param noise_std: std sigma of the sampling noise (> 0); 0.3 in every published run
     :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the sample scores (as published);
         with independent agents, a list of bools gives each agent its own (one per environment)
+    :param terminal_value: not in the paper: also learn a value ``V(s)`` of the states in the replay buffer, by temporal
+        differences with a target network, and score each sampled path by ``sum_t gamma^t r_t + gamma^H V(s_H)``
+        instead of its predicted rewards summed, so that the planner sees past its horizon (as TD-MPC does). False
+        (default): as published. The value net's hidden layers are ``policy_kwargs["value_net_arch"]`` (default:
+        ``net_arch``)
+    :param gamma: discount of the planned rewards and of the value's TD target (with ``terminal_value`` only)
+    :param tau: step of the value's target network toward the value net after each model update (Polyak averaging,
+        with ``terminal_value`` only)
     :param action_semantics: ``"bounded"``: sampled actions are clipped to the action bounds before the
         rollout, so the model is only asked about executable actions. ``"authors"``: as published, the raw
         planner action is stored and sent to the env, which applies it as it is (``PointMassUnbounded``) or
@@ -139,6 +148,9 @@ class NNMPPI(OffPolicyAlgorithm):
         temperature: float = 0.5,
         noise_std: float = 0.3,
         control_cost: bool | list[bool] = True,
+        terminal_value: bool = False,
+        gamma: float = 0.99,
+        tau: float = 0.005,
         action_semantics: str = "bounded",
         warmup_actions: str = "random",
         independent_agents: bool = False,
@@ -168,6 +180,9 @@ class NNMPPI(OffPolicyAlgorithm):
         self.noise_std = noise_std
         self.control_cost = list(control_cost) if is_per_agent(control_cost) else control_cost
         self.action_semantics = action_semantics
+        self.terminal_value = check_flag("terminal_value", terminal_value)
+        self.gamma = check_fraction("gamma", gamma)
+        self.tau = check_fraction("tau", tau)
         check_choice("planner_dtype", planner_dtype, PLANNER_DTYPE_CHOICES)
         self.planner_dtype = planner_dtype
         self._reset_planner_dtype()
@@ -201,6 +216,8 @@ class NNMPPI(OffPolicyAlgorithm):
             buffer_size=buffer_size,
             learning_starts=learning_starts,
             batch_size=batch_size,
+            tau=tau,
+            gamma=gamma,
             train_freq=train_freq,
             gradient_steps=gradient_steps,
             action_noise=action_noise,
@@ -245,6 +262,7 @@ class NNMPPI(OffPolicyAlgorithm):
             control_cost=tuple(self.control_cost) if is_per_agent(self.control_cost) else self.control_cost,
             clip_samples=self.action_semantics == "bounded",
             dtype=self._planner_dtype_in_use,
+            value_discount=self.gamma if self.terminal_value else None,
         )
 
     def _per_agent_settings(self) -> dict[str, list | tuple]:
@@ -290,6 +308,7 @@ class NNMPPI(OffPolicyAlgorithm):
             "path_entropy": self._make_path_entropy(),
             "n_agents": self.agents.batched,
             "cuda_graph": self.cuda_graph,
+            "value_tau": self.tau,
         }
         if self.cuda_graph and self.device.type != "cuda":
             warnings.warn(f"cuda_graph=True has no effect on device {self.device}: the planner runs eagerly")

@@ -66,6 +66,9 @@ class MPPIPolicy(BasePolicy):
     :param optimizer_class: model optimizer
     :param optimizer_kwargs: its keyword arguments (default: ``weight_decay=1e-4``, fused Adam)
     :param reward_discount: discount of the TD-like reward target (0.95 in the paper)
+    :param value_net_arch: hidden layers of the terminal value net, made where the planner scores with a terminal
+        value (``planner_settings.value_discount`` set; default: ``net_arch``)
+    :param value_tau: step of the value's target network toward the value net after each model update
     :param n_agents: None: one model for every environment. An int N: N independent agents, environment i
         planned for and trained by agent i only (:class:`BatchedDynamicsRewardModel`, trained with
         :class:`AgentAdam`, which takes the Adam settings of ``optimizer_kwargs``)
@@ -88,6 +91,8 @@ class MPPIPolicy(BasePolicy):
         optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
         optimizer_kwargs: dict[str, Any] | None = None,
         reward_discount: float = 0.95,
+        value_net_arch: list[int] | None = None,
+        value_tau: float = 0.005,
         n_agents: int | None = None,
         cuda_graph: bool = False,
         normalize_images: bool = True,
@@ -114,6 +119,8 @@ class MPPIPolicy(BasePolicy):
         self.net_arch = check_net_arch(net_arch)
         self.activation_fn = activation_fn
         self.reward_discount = reward_discount
+        self.value_net_arch = None if value_net_arch is None else check_net_arch(value_net_arch, "value_net_arch")
+        self.value_tau = value_tau
         self.n_agents = n_agents
         self.cuda_graph = check_flag("cuda_graph", cuda_graph)
         self._graphs = GraphedPlanning()
@@ -122,6 +129,10 @@ class MPPIPolicy(BasePolicy):
         self.entropy_bonus = None if path_entropy is None else EntropyBonus(path_entropy, n_agents=n_agents)
         self.planner = MPPIPlanner(action_dim, self.planner_settings, self.entropy_bonus)
         model_args: dict[str, Any] = dict(net_arch=self.net_arch, activation_fn=activation_fn, reward_discount=reward_discount)
+        value_discount = self.planner_settings.value_discount
+        if value_discount is not None:  # the planner scores with a terminal value: the model learns one
+            value_net_arch = self.net_arch if self.value_net_arch is None else self.value_net_arch
+            model_args.update(value_net_arch=value_net_arch, value_discount=value_discount, value_tau=value_tau)
         self.model: DynamicsRewardModel | BatchedDynamicsRewardModel
         if n_agents is None:
             self.model = DynamicsRewardModel(obs_dim, action_dim, **model_args)
@@ -144,6 +155,8 @@ class MPPIPolicy(BasePolicy):
             optimizer_class=self.optimizer_class,
             optimizer_kwargs=self.optimizer_kwargs,
             reward_discount=self.reward_discount,
+            value_net_arch=self.value_net_arch,
+            value_tau=self.value_tau,
             n_agents=self.n_agents,
             cuda_graph=self.cuda_graph,
             lr_schedule=self._dummy_schedule,  # type: ignore[attr-defined]
