@@ -148,3 +148,16 @@ def test_a_model_saved_before_the_entropy_jitter_option_loads_with_the_diagonal_
     path = Path(__file__).parents[1] / "docs" / "reproduction" / "models" / "single_shot_light_30k_maxdiff_seed6.zip"
     loaded = MaxDiffMPPI.load(path, device="cpu")
     assert loaded.entropy_jitter == "diagonal" and loaded.policy.path_entropy.jitter == "diagonal"
+
+
+@pytest.mark.parametrize(("method", "expected"), [("logdet", "random"), ("top_eigs", "diagonal"), ("log_trace", "diagonal")])
+def test_the_default_jitter_is_the_authors_draw_where_the_entropy_is_a_log_determinant(method, expected, tmp_path):
+    model = MaxDiffMPPI(POINT_MASS, seed=0, entropy_method=method, device="cpu", **TINY)
+    assert model.entropy_jitter is None and model.policy.path_entropy.jitter == expected
+    model.save(tmp_path / "model.zip")
+    # saved after the option existed: the default again, from a path or from an open file
+    assert MaxDiffMPPI.load(tmp_path / "model.zip", device="cpu").policy.path_entropy.jitter == expected
+    with open(tmp_path / "model.zip", "rb") as file:
+        assert MaxDiffMPPI.load(file, device="cpu").policy.path_entropy.jitter == expected
+    # a choice made at load wins, as for any attribute SB3's load is given
+    assert MaxDiffMPPI.load(tmp_path / "model", entropy_jitter="diagonal").policy.path_entropy.jitter == "diagonal"

@@ -27,17 +27,26 @@ SMALL: dict[str, Any] = dict(horizon=10, n_samples=64, batch_size=32, gradient_s
 RUNS = {
     "maxdiff-1-authors": (
         MaxDiffMPPI,
-        dict(action_semantics="authors", warmup_actions="planner", learning_starts=40, alpha=StepSchedule([0.5, 5.0], [60])),
+        dict(
+            action_semantics="authors",
+            warmup_actions="planner",
+            learning_starts=40,
+            alpha=StepSchedule([0.5, 5.0], [60]),
+            entropy_jitter="diagonal",
+        ),
         1,
         120,
     ),
     "nnmppi-1-bounded": (NNMPPI, dict(action_semantics="bounded", learning_starts=40), 1, 120),
     "maxdiff-3-authors": (
         MaxDiffMPPI,
-        dict(action_semantics="authors", warmup_actions="planner", learning_starts=40, alpha=5.0),
+        dict(action_semantics="authors", warmup_actions="planner", learning_starts=40, alpha=5.0, entropy_jitter="diagonal"),
         3,
         80,
     ),
+    # MaxDiff's default jitter, the authors' random draw (the two runs above state the 1e-8 * I they were pinned with)
+    "maxdiff-1-default": (MaxDiffMPPI, dict(action_semantics="authors", warmup_actions="planner", learning_starts=40), 1, 120),
+    "maxdiff-3-default": (MaxDiffMPPI, dict(action_semantics="authors", warmup_actions="planner", learning_starts=40), 3, 80),
     "nnmppi-3-bounded": (NNMPPI, dict(action_semantics="bounded", learning_starts=40), 3, 80),
 }
 # platform -> name -> (actions, parameters), as the code gave them: on AVX512 without AMX on 2026-11-24 (commit
@@ -50,9 +59,15 @@ AVX512 = {
     "maxdiff-3-authors": ("35a6301d5faf09ac440ce5e600793c20", "05e294ca84d8b4aaea314864bdb51768"),
     "nnmppi-3-bounded": ("e12a52cc6f659d281756af5162ad0c6c", "d74bb47c37fecb4f8be8ec26f42168c1"),
 }
+# the default jitter's runs, pinned on AVX2 (AMD EPYC) on 2026-12-03 when the default became the authors' draw; the
+# other platforms were not at hand then, and skip them until pinned there
+DEFAULT_JITTER_AVX2 = {
+    "maxdiff-1-default": ("deb974f6318f1f9a75123cca51e9486c", "944190a854f974b97744db9b3aef0f07"),
+    "maxdiff-3-default": ("3d35db4a1ed9840a9ad2a55f217d8857", "5a61122d42fe1b8758159af911fe7c29"),
+}
 PINNED = {
     "torch2.13-AVX512": AVX512,
-    "torch2.13-AVX2": AVX512,
+    "torch2.13-AVX2": {**AVX512, **DEFAULT_JITTER_AVX2},
     "torch2.13-AVX512-AMX": {
         "maxdiff-1-authors": ("956d86a6d6dc24fc0549ab01326ad440", "2d633d7b2b18e01b2d234638d4da5409"),
         "nnmppi-1-bounded": ("2c597a15fb1584f2bdb88eb2e026d985", "2d348fa3ff0c9704de637a30262e072e"),
@@ -83,4 +98,6 @@ def seeded_digests(name: str) -> tuple[str, str]:
 @pytest.mark.skipif(cpu_platform() not in PINNED, reason=f"no digests pinned for {cpu_platform()} (pinned: {sorted(PINNED)})")
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_seeded_runs_are_unchanged(name):
+    if name not in PINNED[cpu_platform()]:
+        pytest.skip(f"{name} is not pinned for {cpu_platform()} yet")
     assert seeded_digests(name) == PINNED[cpu_platform()][name], f"{name} on {cpu_platform()}: {seeded_digests(name)}"

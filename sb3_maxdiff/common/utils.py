@@ -1,12 +1,17 @@
 """Small helpers of the algorithms: argument checks and the denormal-flushing switch."""
 
 import contextlib
+import json
+import pathlib
+import zipfile
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
 from stable_baselines3.common.policies import BasePolicy
+from stable_baselines3.common.save_util import open_path
 from stable_baselines3.common.type_aliases import GymEnv
 from typing_extensions import TypeIs
 
@@ -111,3 +116,19 @@ def flushing_denormals() -> Iterator[None]:
         yield
     finally:
         th.set_flush_denormal(flushing)
+
+
+def saved_data_keys(path: Any) -> set[str]:
+    """
+    The names of the attributes saved in an SB3 model file (its ``data`` entry), read without loading the model;
+    ``path`` as SB3's ``load`` takes it (a path, with or without ".zip", or a file object, left at its start).
+    """
+    file = open_path(path, "r", verbose=0, suffix="zip")
+    try:
+        with zipfile.ZipFile(file) as archive:
+            return set(json.loads(archive.read("data").decode()))
+    finally:
+        if isinstance(path, (str, pathlib.Path)):
+            file.close()
+        else:  # the caller's file: left where SB3's load will read it from
+            file.seek(0)

@@ -352,7 +352,7 @@ PRESETS: dict[str, Preset] = {
             "single-shot-jitter",
             "Not in the paper's settings: the single-shot light-tail swimmer's MaxDiff (as in single-shot) with the "
             "authors' jitter of the path entropy's covariance, a N(0, 1e-8) draw on every entry "
-            "(entropy_jitter='random'), where this library adds 1e-8 * I",
+            "(entropy_jitter='random', the default since 2026-12-03), where the published runs here added 1e-8 * I",
             _single_shot_cells(
                 {"swimmer random-jitter": SWIMMER_LIGHT},
                 {**_SINGLE_SHOT_SWIMMER_MAXDIFF, "entropy_jitter": "random"},

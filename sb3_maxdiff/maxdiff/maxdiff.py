@@ -23,7 +23,7 @@ from sb3_maxdiff.common.auto_alpha import (
 )
 from sb3_maxdiff.common.entropy import PathEntropySettings, make_path_entropy
 from sb3_maxdiff.common.schedules import AlphaSchedule, alpha_value, as_alpha_schedule
-from sb3_maxdiff.common.utils import check_flag, is_per_agent
+from sb3_maxdiff.common.utils import check_flag, is_per_agent, saved_data_keys
 from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 
 SelfMaxDiffMPPI = TypeVar("SelfMaxDiffMPPI", bound="MaxDiffMPPI")
@@ -57,11 +57,13 @@ class MaxDiffMPPI(NNMPPI):
     :param entropy_method: "logdet" (the paper), "top_eigs" (sum of the logs of the ``entropy_top_m``
         leading eigenvalues) or "log_trace"
     :param entropy_top_m: number of eigenvalues for "top_eigs" (default: all exploration dims)
-    :param entropy_jitter: how each covariance is kept invertible before its log-determinant: "diagonal" (default)
-        adds ``1e-8 * I``; "random" adds a draw of N(0, (1e-8)^2) to every entry, new for every sample, window and
-        plan, as the authors' implementation does (drawn after the sampling noise, from the same stream). The two differ
-        only where a covariance has eigenvalues below 1e-8, as while the model still predicts almost no motion; with
-        "logdet" only
+    :param entropy_jitter: how each covariance is kept invertible before its log-determinant. "random" adds a draw of
+        N(0, (1e-8)^2) to every entry, new for every sample, window and plan, as the authors' implementation does (drawn
+        after the sampling noise, from the same stream); "logdet" only. "diagonal" adds ``1e-8 * I``. None (default):
+        "random" with ``entropy_method="logdet"``, "diagonal" with the other methods. The two differ only where a
+        covariance has eigenvalues below 1e-8, as while the model still predicts almost no motion; there the authors'
+        draw measurably helps single-shot runs start swimming. Models saved before this option existed load with
+        "diagonal", the jitter they were trained with
     :param control_cost: add the NN-MPPI control term to the scores (off in the published MaxDiff runs); a list
         of bools gives each independent agent its own
     :param history: not in the paper: put the last ``history`` observations of the environment (the current one
@@ -85,7 +87,7 @@ class MaxDiffMPPI(NNMPPI):
         alpha_target_ratio: float = DEFAULT_RATIO,
         alpha_rate: float = DEFAULT_RATE,
         history: int = 0,
-        entropy_jitter: str = "diagonal",
+        entropy_jitter: str | None = None,
         _init_setup_model: bool = True,
         **kwargs: Any,
     ):
@@ -122,8 +124,15 @@ class MaxDiffMPPI(NNMPPI):
             method=self.entropy_method,
             top_m=self.entropy_top_m,
             history=self.history,
-            jitter=self.entropy_jitter,
+            jitter=self._entropy_jitter_in_use,
         )
+
+    @property
+    def _entropy_jitter_in_use(self) -> str:
+        """The jitter asked for, or by default the authors' random draw where the entropy is a log-determinant."""
+        if self.entropy_jitter is not None:
+            return self.entropy_jitter
+        return "random" if self.entropy_method == "logdet" else "diagonal"
 
     # the parameters MaxDiff adds to NN-MPPI's: an agent taken out as an NNMPPI leaves them behind
     _ENTROPY_PARAMETERS = (
@@ -250,6 +259,13 @@ class MaxDiffMPPI(NNMPPI):
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "_alpha_shown", "_auto_alpha"]
+
+    @classmethod
+    def load(cls: type[SelfMaxDiffMPPI], path: Any, *args: Any, **kwargs: Any) -> SelfMaxDiffMPPI:  # type: ignore[override]
+        """SB3's ``load`` (see :meth:`NNMPPI.load`); a file saved before ``entropy_jitter`` existed plans with "diagonal"."""
+        if "entropy_jitter" not in kwargs and "entropy_jitter" not in saved_data_keys(path):
+            kwargs["entropy_jitter"] = "diagonal"  # the jitter every MaxDiff used before the option
+        return super().load(path, *args, **kwargs)
 
 
 def _as_alpha(alpha: Any) -> Any:
