@@ -454,3 +454,11 @@ def test_every_benchmark_script_is_run_by_a_test():
     source = pathlib.Path(__file__).read_text()
     scripts = [path.name for path in sorted((ROOT / "benchmarks").glob("*.py")) if path.name != "baseline.py"]
     assert [name for name in scripts if f'"{name}"' not in source] == []
+
+
+def test_terminal_value_benchmark_runs_with_a_tiny_budget(capsys):
+    command = [sys.executable, str(ROOT / "benchmarks" / "terminal_value.py"), "--calls", "1", "--warmup-steps", "2"]
+    printed = _printed(command, capsys)
+    rows = [line for line in printed.splitlines() if line.startswith("| H=")]
+    assert [row.split("|")[1].strip() for row in rows] == ["H=10 value", "H=40"]
+    assert "step H=10 value / step H=40:" in printed
