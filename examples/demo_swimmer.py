@@ -85,6 +85,8 @@ BODIES = ("torso", "mid", "back")
 # the live training: the point mass with beta = 0.01, actions unclipped as in the authors' runs
 POINT_MASS = point_mass_id("0.01", bounded_actions=False)
 COLORS = {"MaxDiff": "tab:blue", "NN-MPPI": "tab:orange"}
+# one episode of each kept agent, recorded by `python examples/demo_swimmer.py --replay --record <this file>`
+RECORDING = os.path.join(HERE, "data", "kept_agents_episodes.npz")
 
 
 def make_env(render: bool) -> gym.Env:
@@ -94,33 +96,52 @@ def make_env(render: bool) -> gym.Env:
     return gym.make(SWIMMER_HEAVY, **kwargs)
 
 
-def run_episode(name: str, path: str, steps: int, seed: int, frames_at: list[int], render: bool) -> dict[str, Any]:
-    """One episode of a kept agent (its planner seeded): return, tip path, frames (or body positions) at ``frames_at``."""
+def run_episode(name: str, path: str, steps: int, seed: int, frames_at: list[int]) -> dict[str, Any]:
+    """
+    One episode of a kept agent (its planner seeded): return, tip path, and the simulator's state (qpos, qvel) at
+    ``frames_at``, from which :func:`shots` draws the body.
+    """
     th.set_num_threads(1)
     model = ALGOS[name].load(path, device="cpu")
-    env = make_env(render)
+    env = make_env(render=False)
     obs, _ = env.reset(seed=seed)
     model.set_random_seed(seed)
     data = env.unwrapped.data  # type: ignore[attr-defined]
 
-    def shot() -> np.ndarray:
-        return np.asarray(env.render()) if render else np.array([data.body(body).xpos[:2] for body in BODIES])
+    def state_now() -> np.ndarray:
+        return np.concatenate([data.qpos, data.qvel]).copy()
 
-    tip, total, shots, state = [obs[:2].copy()], 0.0, [shot()] if frames_at else [], None
+    tip, total, states, state = [obs[:2].copy()], 0.0, [state_now()] if frames_at else [], None
     for step in tqdm(range(1, steps + 1), desc=f"{name} {os.path.basename(path)}", unit="step"):
         action, state = model.predict(obs, state=state, episode_start=np.array([step == 1]), deterministic=False)
         obs, reward, terminated, truncated, _ = env.step(action)
         total += float(reward)
         tip.append(obs[:2].copy())
         if step in frames_at:
-            shots.append(shot())
+            states.append(state_now())
         if terminated or truncated:
             break
     env.close()
-    return {"return": total, "tip": np.array(tip), "shots": shots}
+    return {"return": total, "tip": np.array(tip), "states": np.array(states)}
 
 
-def run_kept_agents(steps: int, seed: int, frames_at: list[int], render: bool, jobs: int) -> dict[str, list[dict]]:
+def shots(states: np.ndarray, render: bool) -> list[np.ndarray]:
+    """The swimmer at each simulator state (qpos then qvel): a MuJoCo frame, or its bodies' (x, y) positions."""
+    import mujoco
+
+    env = make_env(render)
+    env.reset(seed=0)
+    model, data = env.unwrapped.model, env.unwrapped.data  # type: ignore[attr-defined]
+    drawn = []
+    for state in states:
+        data.qpos[:], data.qvel[:] = state[: model.nq], state[model.nq :]
+        mujoco.mj_forward(model, data)
+        drawn.append(np.asarray(env.render()) if render else np.array([data.body(body).xpos[:2] for body in BODIES]))
+    env.close()
+    return drawn
+
+
+def run_kept_agents(steps: int, seed: int, frames_at: list[int], jobs: int) -> dict[str, list[dict]]:
     """
     One episode of every kept agent from the same start, ``jobs`` at a time in processes of their own; frames of
     each method's first agent only. method -> its agents' episodes, each with its run and seed.
@@ -131,15 +152,47 @@ def run_kept_agents(steps: int, seed: int, frames_at: list[int], render: bool, j
         for index, (run, run_seed, path) in enumerate(kept)
     ]
     with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [
-            pool.submit(run_episode, name, path, steps, seed, frames, render and bool(frames))
-            for name, _, _, path, frames in tasks
-        ]
+        futures = [pool.submit(run_episode, name, path, steps, seed, frames) for name, _, _, path, frames in tasks]
         done = [future.result() for future in futures]
     episodes: dict[str, list[dict]] = defaultdict(list)
     for (name, run, run_seed, _, _), episode in zip(tasks, done):
         episodes[name].append({**episode, "run": run, "seed": run_seed})
     return dict(episodes)
+
+
+def save_recording(path: str, episodes: dict[str, list[dict]], frames_at: list[int], seed: int) -> None:
+    """Write the kept agents' episodes (returns, tip paths, states at the frames) to an ``.npz`` file."""
+    arrays: dict[str, Any] = {"frames_at": np.array(frames_at), "seed": np.array(seed)}
+    for name, kept in episodes.items():
+        for index, episode in enumerate(kept):
+            key = f"{name}/{index}"
+            arrays[f"{key}/run"] = np.array(episode["run"])
+            arrays[f"{key}/seed"] = np.array(episode["seed"])
+            arrays[f"{key}/return"] = np.array(episode["return"])
+            arrays[f"{key}/tip"] = episode["tip"]
+            arrays[f"{key}/states"] = episode["states"]
+    np.savez_compressed(path, **arrays)
+
+
+def load_recording(path: str) -> tuple[dict[str, list[dict]], list[int], int]:
+    """The kept agents' episodes as :func:`save_recording` wrote them, their frame steps and their seed."""
+    with np.load(path) as data:
+        episodes: dict[str, list[dict]] = defaultdict(list)
+        for name in ALGOS:
+            index = 0
+            while f"{name}/{index}/tip" in data:
+                key = f"{name}/{index}"
+                episodes[name].append(
+                    {
+                        "run": str(data[f"{key}/run"]),
+                        "seed": int(data[f"{key}/seed"]),
+                        "return": float(data[f"{key}/return"]),
+                        "tip": data[f"{key}/tip"],
+                        "states": data[f"{key}/states"],
+                    }
+                )
+                index += 1
+        return dict(episodes), [int(step) for step in data["frames_at"]], int(data["seed"])
 
 
 def test_from_csv(*paths: str, steps: int = 50_000) -> dict[str, dict[str, Any]]:
@@ -267,6 +320,7 @@ def draw(
     out: str,
     tests: dict[str, dict[str, dict[str, Any]]],
     live: dict[str, Any] | None = None,
+    source: str = "replayed here",
 ) -> str:
     """
     The figure: every kept agent's tip path, the runs' curves with the tests, the live point mass's paths (if it
@@ -289,7 +343,8 @@ def draw(
             paths.scatter(*tip[-1], color=COLORS[name], marker="o")
     first = next(iter(episodes.values()))[0]
     paths.scatter(*first["tip"][0], color="black", marker="x", label="start")
-    paths.set(xlabel="x (m)", ylabel="y (m)", title=f"tip paths, one {len(first['tip']) - 1}-step episode per kept agent")
+    paths.set(xlabel="x (m)", ylabel="y (m)")
+    paths.set_title(f"tip paths, one {len(first['tip']) - 1}-step episode per kept agent\n({source})", fontsize=9)
     paths.axis("equal")
     paths.legend(fontsize=8)
     last_step = 0
@@ -338,14 +393,18 @@ def draw(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=1000, help="episode length to run (the env's is 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the start state and the planner's noise")
-    parser.add_argument("--frames", type=int, default=5, help="filmstrip frames per swimmer")
+    parser.add_argument(
+        "--replay", action="store_true", help="run the 12 kept agents' episodes here instead of reading their recording"
+    )
+    parser.add_argument("--record", help="with --replay: also write the episodes to this .npz file (how RECORDING is made)")
+    parser.add_argument("--steps", type=int, default=1000, help="with --replay: episode length (the env's is 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="with --replay: seed of the start state and the planner's noise")
+    parser.add_argument("--frames", type=int, default=5, help="with --replay: filmstrip frames per swimmer")
+    parser.add_argument("--jobs", type=int, default=2, help="with --replay: processes running the kept agents' episodes")
     parser.add_argument("--no-render", action="store_true", help="draw the bodies' positions instead of MuJoCo frames")
     parser.add_argument(
-        "--train-steps", type=int, default=2000, help="steps of the live MaxDiff training on the point mass (0: none)"
+        "--train-steps", type=int, default=0, help="steps of a live MaxDiff training on the point mass (default 0: none)"
     )
-    parser.add_argument("--jobs", type=int, default=2, help="processes running the kept agents' episodes")
     parser.add_argument("--out", default="demo_output")
     args = parser.parse_args()
     if args.steps < 1 or args.frames < 2 or args.train_steps < 0 or args.jobs < 1:
@@ -353,14 +412,26 @@ def main() -> None:
             f"need --steps >= 1, --frames >= 2, --train-steps >= 0 and --jobs >= 1, got {args.steps}, {args.frames}, "
             f"{args.train_steps} and {args.jobs}"
         )
+    if args.record and not args.replay:
+        parser.error("--record writes the episodes that --replay runs: give both")
     th.set_num_threads(1)
     os.makedirs(args.out, exist_ok=True)
     tests = test_runs()
     for line in test_lines(tests):
         print(line)
+    if args.replay:
+        frames_at = [round(float(value)) for value in np.linspace(0, args.steps, args.frames)]
+        episodes = run_kept_agents(args.steps, args.seed, frames_at, args.jobs)
+        source, kind = "replayed here", "replayed here"
+        if args.record:
+            save_recording(args.record, episodes, frames_at, args.seed)
+    else:
+        episodes, frames_at, _ = load_recording(RECORDING)
+        source = f"recorded: {os.path.relpath(RECORDING, os.path.join(HERE, '..'))}, made by --replay --record"
+        kind = "recorded episode"
     rendered = not args.no_render and renderer_works()
-    frames_at = [round(float(value)) for value in np.linspace(0, args.steps, args.frames)]
-    episodes = run_kept_agents(args.steps, args.seed, frames_at, rendered, args.jobs)
+    for kept in episodes.values():  # the filmstrip: each method's first agent
+        kept[0]["shots"] = shots(kept[0]["states"], rendered)
     summary: dict[str, Any] = {
         name: [
             {
@@ -376,7 +447,7 @@ def main() -> None:
     for name, kept in summary.items():
         for values in kept:
             print(
-                f"{name} {values['run']} seed {values['seed']} (kept, 50k steps): return {values['return']:.1f}, "
+                f"{name} {values['run']} seed {values['seed']} (kept, 50k steps; {kind}): return {values['return']:.1f}, "
                 f"tip moved {values['x_travelled']:+.2f} m along x"
             )
     live = None
@@ -388,7 +459,7 @@ def main() -> None:
     summary["tests"] = tests
     with open(os.path.join(args.out, "swimmer_returns.json"), "w") as file:
         json.dump(summary, file, indent=1)
-    figure = draw(episodes, frames_at, rendered, args.out, tests, live)
+    figure = draw(episodes, frames_at, rendered, args.out, tests, live, source)
     print(f"figure: {figure} ({'MuJoCo frames' if rendered else 'bodies drawn'})")
 
 

@@ -1,4 +1,4 @@
-"""The layers of README's Architecture section: the library never imports the app layer, common/ imports no algorithm."""
+"""The layers of docs/guide/development.md (Architecture): the library never imports the app layer, common/ no algorithm."""
 
 import ast
 from pathlib import Path

@@ -100,7 +100,7 @@ def test_plan_parts_are_the_rollout_and_entropy_of_one_planner_call():
 
 
 def test_threads_benchmark_runs_with_a_tiny_budget():
-    """The threads command of README's performance tips, two timed steps per run on the point mass."""
+    """The threads command of the performance guide (docs/guide/performance.md), two timed steps per run on the point mass."""
     command = [sys.executable, str(ROOT / "benchmarks" / "threads.py"), "--env", "sb3_maxdiff/PointMass-beta1-v0",
                "--steps", "2", "--repeats", "1", "--threads", "1", "0"]  # fmt: skip
     printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
@@ -155,7 +155,7 @@ def test_auto_alpha_benchmark_runs_with_a_tiny_budget(tmp_path, capsys):
 
 
 def test_alpha_scales_measures_the_ratio_the_rule_targets(tmp_path, capsys):
-    """README's alpha_scales command, shortened: every row's ratio is alpha * std(S) / std(R) of that plan."""
+    """The alpha_scales command of docs/guide/own_env.md, shortened: each row's ratio is alpha * std(S) / std(R)."""
     import csv
 
     out = tmp_path / "scales.csv"

@@ -60,7 +60,7 @@ def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path):
     runs 2 and 3 together are tested from their CSVs, a MaxDiff agent trains live on the point mass; the figure and
     summary are written.
     """
-    options = ["--steps", "6", "--frames", "2", "--no-render", "--train-steps", "30", "--out", str(tmp_path)]
+    options = ["--replay", "--steps", "6", "--frames", "2", "--no-render", "--train-steps", "30", "--out", str(tmp_path)]
     printed = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo_swimmer.py"), *options],
         check=True,

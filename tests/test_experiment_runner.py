@@ -149,7 +149,8 @@ def test_smoke_preset_runs_resumes_and_reports(tmp_path, capsys):
     assert experiments_main(["run", "point-mass-beta", "--budget", "smoke", "--settings", *settings, "--out", out]) == 0
     assert "6/6 runs finished (5 were already on disk)" in capsys.readouterr().out
     assert all(os.path.getmtime(os.path.join(out, path, RESULT_FILE)) == mtime for path, mtime in mtimes.items())
-    assert _result(out, specs[0])["resumed_from_steps"] == 300
+    # what the result says of the training is the training's own record: from step 0, and its time (as for a batch)
+    assert _result(out, specs[0])["resumed_from_steps"] == 0 and "train_seconds" in _result(out, specs[0])
 
     assert experiments_main(["report", out]) == 0
     folder = tmp_path / "point-mass-beta" / "smoke"
@@ -641,3 +642,12 @@ def test_export_keeps_each_runs_final_model_without_its_optimizer_moments(tmp_pa
     assert kept.read_bytes() == before and kept.stat().st_mtime_ns == written_at
     assert stale.read_bytes() != before and get_algo("sac").load(stale, device="cpu").num_timesteps == full.num_timesteps
     assert len(list((tmp_path / "kept").iterdir())) == 2  # no file left beside them
+
+
+def test_a_run_evaluated_in_a_later_process_keeps_its_training_time(tmp_path):
+    """A run trained in one call and evaluated in another reports the training's seconds, not the model's load time."""
+    (spec,) = build_specs("point-mass-beta", "smoke", [0], settings=["beta=1"], methods=["nnmppi"], steps=60)
+    first = execute_run(spec, str(tmp_path))
+    os.remove(os.path.join(tmp_path, spec.relpath, RESULT_FILE))  # trained, not yet evaluated, as after a stop
+    again = execute_run(spec, str(tmp_path))
+    assert again["train_seconds"] == first["train_seconds"] and again["resumed_from_steps"] == 0

@@ -16,7 +16,7 @@ says how much the entropy term weighs in the planner's choice, and the rule is u
 scales with it) and by the state's units. Measured at the published, hand-tuned alphas, this ratio lay between 0.4
 and 2 on the two Swimmers and HalfCheetah (per seed), while the temperature-scaled spread ``alpha * std_k(S) / lambda``
 differed 30-fold between them; on the point mass and the Ant the ratio was 10-40 times lower (``benchmarks/alpha_scales.py``;
-the figures and the choice of the default are in the README, "Choosing alpha").
+the figures and the choice of the default are in docs/guide/own_env.md, "Choosing alpha").
 
 ``"auto"`` starts from the first plan's target (the first plan itself scores without the term); ``"auto_<value>"``
 starts at ``value`` and moves from there, as SAC's ``ent_coef="auto_0.1"``.

@@ -27,6 +27,7 @@ from sb3_maxdiff.experiments.specs import (
     ERGODICITY_FILE,
     MODEL_FILE,
     RESULT_FILE,
+    TRAINING_FILE,
     WINDOWS_FILE,
     RunSpec,
     is_finished,
@@ -169,10 +170,11 @@ def _evaluate_batch(
 def _trained_earlier(run_dir: str, spec: RunSpec) -> Trained:
     """A run trained in an earlier process: what its result records of the training (a batch wrote it down)."""
     info: dict[str, Any] = {"resumed_from_steps": spec.steps}
-    batch_path = os.path.join(run_dir, BATCH_FILE)
-    if os.path.exists(batch_path):
-        with open(batch_path) as file:
-            info.update(json.load(file))
+    for name in (BATCH_FILE, TRAINING_FILE):  # a batch's, or a run's trained alone (runs of earlier versions: none)
+        path = os.path.join(run_dir, name)
+        if os.path.exists(path):
+            with open(path) as file:
+                info.update(json.load(file))
     if spec.single_shot:
         rows = read_windows(os.path.join(run_dir, WINDOWS_FILE))
         info.update(window_returns=[float(row["window_return"]) for row in rows], final_distance=float(rows[-1]["x_distance"]))
@@ -193,13 +195,11 @@ def _evaluate_and_write(
     its evaluation already made with the other runs of its batch (:func:`_evaluate_batch`).
     """
     run_dir = os.path.join(out, spec.relpath)
-    start = time.perf_counter()
     model = trained.model
     if model is None and evaluated is None and spec.eval_env_ids:  # a single-shot run has nothing to evaluate
         algo = get_algo(spec.method)
         model = algo.load(os.path.join(run_dir, MODEL_FILE), device=spec.device, **options.model_kwargs(algo))
     result: dict[str, Any] = {"spec": spec.to_json(), **trained.info}
-    result.setdefault("train_seconds", time.perf_counter() - start)
     ergodicity = _ergodicity_summary(run_dir)
     if ergodicity is not None:
         result["ergodicity"] = ergodicity

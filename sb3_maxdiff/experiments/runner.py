@@ -113,7 +113,8 @@ class ProgressDisplay:
 
 
 def _summary(result: dict[str, Any]) -> str:
-    parts = [f"{result['train_seconds']:.0f} s"]
+    # a run trained by an earlier version and evaluated later has no record of its training time
+    parts = [f"{result['train_seconds']:.0f} s" if "train_seconds" in result else "training time not recorded"]
     for env_id, returns in result.get("eval_returns", {}).items():
         parts.append(f"eval {env_id.split('/')[-1]} {sum(returns) / len(returns):.1f}")
     if "final_distance" in result:

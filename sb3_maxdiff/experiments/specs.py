@@ -27,6 +27,8 @@ MONITOR_FILE = "monitor.csv"
 WINDOWS_FILE = "windows.csv"
 # written by a seed-batched training (experiments/training.py): its time and seeds, read into result.json
 BATCH_FILE = "batch.json"
+# what a run trained alone records of its training (seconds, resumption), for an evaluation in a later process
+TRAINING_FILE = "training.json"
 ERGODICITY_FILE = "ergodicity.csv"
 # where a resumed run's monitor rows continue: the episodes kept and the agent steps of each checkpoint resumed from
 RESUMES_FILE = "resumes.json"

@@ -44,6 +44,7 @@ from sb3_maxdiff.experiments.specs import (
     MODEL_FILE,
     MONITOR_FILE,
     RESUMES_FILE,
+    TRAINING_FILE,
     WINDOWS_FILE,
     RunSpec,
     write_json,
@@ -322,6 +323,7 @@ def _train_single_shot(specs: list[RunSpec], out: str, progress: Progress, optio
             write_json(os.path.join(run_dir, BATCH_FILE), {**info, "train_seconds": seconds})
         else:
             model.save(os.path.join(run_dir, MODEL_FILE))
+            write_json(os.path.join(run_dir, TRAINING_FILE), {**info, "train_seconds": seconds})
         trained.append(Trained({**info, "train_seconds": seconds}, None if batched else model))
     remove_checkpoints(directory)
     if batched:
@@ -389,6 +391,7 @@ def train_group(specs: list[RunSpec], out: str, progress: Progress, options: Exe
     info = {"train_seconds": time.perf_counter() - start, "resumed_from_steps": done, **hook.late_pace()}
     if not batched:
         model.save(os.path.join(run_dirs[0], MODEL_FILE))
+        write_json(os.path.join(run_dirs[0], TRAINING_FILE), info)
         remove_checkpoints(directory)
         return [Trained(info, model)]
     info["batched_seeds"] = [spec.seed for spec in specs]

@@ -96,7 +96,7 @@ class MPPIController:
         synthesis), the way the paper's model-free variant takes the entropy over the agent's recent states. Over its
         own horizon alone the entropy is largest for a loop (a straight path has no spread across it), and the
         realized path circles; with the recent states in, the loop grows with ``history`` but stays a loop: it does
-        not make the path diffusive (README, "The planner as a controller", gives the measurements).
+        not make the path diffusive (docs/guide/controller.md gives the measurements).
     :param control_cost: add NN-MPPI's control term to the scores
     :param entropy_jitter: "diagonal" (``1e-8 * I`` added to each covariance) or "random" (the authors' draw of
         N(0, (1e-8)^2) on every entry), as for :class:`~sb3_maxdiff.MaxDiffMPPI`
