@@ -573,3 +573,17 @@ def test_sigterm_to_run_stops_its_worker_with_a_checkpoint_and_exits_with_status
     assert not any(_alive(pid) for pid in workers)
     (checkpoint,) = tmp_path.rglob("checkpoint.json")
     assert 100 <= json.loads(checkpoint.read_text())["agent_timesteps"] < 100_000
+
+
+def test_maxdiff_runs_with_the_authors_jitter_batch_with_nnmppi_runs():
+    """The path entropy's settings have one list (MaxDiffMPPI.ENTROPY_PARAMETERS): the jitter is one of them."""
+    import dataclasses
+
+    from sb3_maxdiff import MaxDiffMPPI
+    from sb3_maxdiff.experiments.batching import ENTROPY_KWARGS, PER_AGENT_KWARGS, batch_key
+    from sb3_maxdiff.experiments.specs import build_specs
+
+    assert set(ENTROPY_KWARGS) | set(PER_AGENT_KWARGS) >= set(MaxDiffMPPI.ENTROPY_PARAMETERS)
+    maxdiff, nnmppi = build_specs("swimmer-methods", "smoke", [0], settings=["heavy"], methods=["maxdiff", "nnmppi"])
+    jittered = dataclasses.replace(maxdiff, algo_kwargs={**maxdiff.algo_kwargs, "entropy_jitter": "random"})
+    assert batch_key(jittered) == batch_key(maxdiff) == batch_key(nnmppi)

@@ -9,7 +9,7 @@ import re
 import time
 from typing import Any
 
-from sb3_maxdiff.cli import int_at_least, non_negative_int, positive_int
+from sb3_maxdiff.command_line import int_at_least, non_negative_int, positive_int
 
 __all__ = [
     "describe_time_limit",

@@ -32,16 +32,7 @@ def is_batchable(spec: RunSpec) -> bool:
 # what agents of one batch may each have of their own (MaxDiff and NN-MPPI agents plan with one planner: NN-MPPI is
 # alpha 0 with the control term on), and the path entropy's settings, which only MaxDiff agents have
 PER_AGENT_KWARGS = ("alpha", "control_cost")
-ENTROPY_KWARGS = (
-    "explr_dims",
-    "explr_weights",
-    "window",
-    "entropy_method",
-    "entropy_top_m",
-    "alpha_target_ratio",
-    "alpha_rate",
-    "history",
-)
+ENTROPY_KWARGS = tuple(name for name in MaxDiffMPPI.ENTROPY_PARAMETERS if name not in PER_AGENT_KWARGS)
 
 
 def batch_key(spec: RunSpec) -> str:

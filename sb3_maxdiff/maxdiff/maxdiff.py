@@ -134,8 +134,9 @@ class MaxDiffMPPI(NNMPPI):
             return self.entropy_jitter
         return "random" if self.entropy_method == "logdet" else "diagonal"
 
-    # the parameters MaxDiff adds to NN-MPPI's: an agent taken out as an NNMPPI leaves them behind
-    _ENTROPY_PARAMETERS = (
+    # the parameters MaxDiff adds to NN-MPPI's (the one list of them): an agent taken out as an NNMPPI leaves them
+    # behind, and the experiment runner batches MaxDiff agents that share them (but alpha) with NN-MPPI agents
+    ENTROPY_PARAMETERS = (
         "alpha",
         "alpha_target_ratio",
         "alpha_rate",
@@ -244,7 +245,7 @@ class MaxDiffMPPI(NNMPPI):
                 f"as_nnmppi=True takes an agent that plans as NN-MPPI (alpha 0, control_cost True); agent {index} has "
                 f"alpha {alpha!r} and control_cost {settings['control_cost']!r}"
             )
-        return self._extract_agent(index, NNMPPI, drop=self._ENTROPY_PARAMETERS)
+        return self._extract_agent(index, NNMPPI, drop=self.ENTROPY_PARAMETERS)
 
     def learn(
         self: SelfMaxDiffMPPI,

@@ -21,7 +21,7 @@ except ImportError as error:  # a base install: say which extra brings the RL Zo
     raise ImportError(
         f"{error}. The RL Zoo commands (train, enjoy, record_video, hub) need the zoo extra: pip install 'sb3-maxdiff[zoo]'"
     ) from error
-from sb3_maxdiff.cli import has_option, option_value
+from sb3_maxdiff.command_line import has_option, option_value
 from sb3_maxdiff.hyperparams import ALGORITHMS as ZOO_ALGOS
 from sb3_maxdiff.hyperparams import HYPERPARAMS_DIR, load_hyperparams
 
