@@ -210,7 +210,8 @@ def test_save_load_predict_and_continued_training(tmp_path):
 
 
 def test_predict_uses_agent_i_for_env_i():
-    model = independent()
+    # the replayed draws are the sampling noise's alone: the authors' jitter would draw after each agent's noise
+    model = independent(entropy_jitter="diagonal")
     model.learn(3 * 30)
     obs = np.zeros((3, 4), dtype=np.float32)
     th.manual_seed(5)

@@ -6,6 +6,7 @@ what is logged, and how one agent is taken out of a batched model.
 """
 
 import abc
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -232,3 +233,27 @@ def copy_agent(source: Any, target: Any, index: int) -> None:
                 "exp_avg": model.view(name, state["exp_avg"])[index].clone(),
                 "exp_avg_sq": model.view(name, state["exp_avg_sq"])[index].clone(),
             }
+
+
+def extract_agent(
+    algorithm: Any, index: int, algo_class: type, skipped: tuple[str, ...], own_settings: dict[str, Any]
+) -> Any:
+    """
+    Agent ``index`` of an algorithm with independent agents as an algorithm of its own for one environment, made the
+    way SB3's ``load`` makes a model: a bare instance of ``algo_class``, the algorithm's attributes (deep copies) with
+    the agent's ``own_settings`` on top, but ``skipped``, put in its ``__dict__``, then the model set up and the
+    agent's weights, Adam state and path-entropy weight copied in. Its step count is the agent's; its settings of how
+    to run (CUDA graphs, overlapped updates) are the batch's; no random stream is touched.
+    """
+    data = copy.deepcopy({key: value for key, value in algorithm.__dict__.items() if key not in skipped})
+    # on the model's device: "auto" would put an agent of a CPU model on a GPU where one is present
+    single = algo_class(algorithm.policy_class, env=None, device=algorithm.device, _init_setup_model=False)
+    single.__dict__.update({key: value for key, value in {**data, **own_settings}.items() if key not in skipped})
+    single.independent_agents, single.n_envs, single.seed = False, 1, None  # no reseeding of the global RNGs
+    single.cuda_graph, single.overlap_updates = algorithm.cuda_graph, algorithm.overlap_updates
+    single.num_timesteps = algorithm.agent_timesteps
+    with th.random.fork_rng(devices=[]):  # the throw-away initial weights leave the torch stream as it was
+        single._setup_model()
+    single.seed = algorithm.seed
+    copy_agent(algorithm.policy, single.policy, index)
+    return single

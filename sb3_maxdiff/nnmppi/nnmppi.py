@@ -8,7 +8,6 @@ bar and save/load are SB3's; what differs is the policy (a planner over a learne
 replay buffer (it stores the next action) and ``train`` (model updates instead of actor-critic).
 """
 
-import copy
 import warnings
 from typing import Any, ClassVar, TypeVar
 
@@ -24,7 +23,7 @@ from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedul
 from stable_baselines3.common.utils import update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
-from sb3_maxdiff.common.agents import AgentLayout, check_agent_env, copy_agent, make_agents
+from sb3_maxdiff.common.agents import AgentLayout, check_agent_env, extract_agent, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.cuda_graphs import GraphedUpdates
 from sb3_maxdiff.common.entropy import PathEntropySettings, VisitedStates
@@ -538,32 +537,10 @@ class NNMPPI(OffPolicyAlgorithm):
         return self._extract_agent(index)
 
     def _extract_agent(self, index: int, algo_class: type | None = None, drop: tuple[str, ...] = ()) -> Any:
-        """
-        Agent ``index`` as an algorithm of its own, with its own value of each per-agent setting, made the way SB3's
-        ``load`` makes a model: a bare instance, the saved attributes put in its ``__dict__``, then the model set up and
-        the agent's weights and optimizer state copied in.
-
-        :param algo_class: the class of the agent made (default: this one), e.g. ``NNMPPI`` for an agent of a MaxDiff
-            batch that plans as NN-MPPI
-        :param drop: attributes that the agent does not take (those ``algo_class`` does not have)
-        """
+        """Agent ``index`` as an algorithm of ``algo_class`` (default: this one's), see :func:`extract_agent`."""
         self._agents.check_agent_index(index)
-        skipped = {*self._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts"}
-        data = copy.deepcopy({key: value for key, value in self.__dict__.items() if key not in skipped})
-        data.update(self._agent_settings(index))
-        algo_class = type(self) if algo_class is None else algo_class
-        # on the model's device: "auto" would put an agent of a CPU model on a GPU where one is present
-        single = algo_class(self.policy_class, env=None, device=self.device, _init_setup_model=False)
-        single.__dict__.update({key: value for key, value in data.items() if key not in drop})
-        single.independent_agents, single.n_envs, single.seed = False, 1, None  # no reseeding of the global RNGs
-        single.cuda_graph = self.cuda_graph  # not saved parameters, but the agent runs as the batch does
-        single.overlap_updates = self.overlap_updates
-        single.num_timesteps = self.agent_timesteps
-        with th.random.fork_rng(devices=[]):  # the throw-away initial weights leave the torch stream as it was
-            single._setup_model()
-        single.seed = self.seed
-        copy_agent(self.policy, single.policy, index)
-        return single
+        skipped = (*self._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts")
+        return extract_agent(self, index, algo_class or type(self), (*skipped, *drop), self._agent_settings(index))
 
     # ----- save / load -----------------------------------------------------------------------
     def _excluded_save_params(self) -> list[str]:
