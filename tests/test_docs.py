@@ -78,3 +78,16 @@ def test_readme_quickstart_is_the_papers_swimmer(monkeypatch, tmp_path):
     for name in names:
         assert getattr(model, name) == getattr(published, name), name
     assert model.policy.net_arch == published.policy.net_arch
+
+
+def test_maxdiff_signature_lists_every_parameter_of_nnmppi():
+    """help(MaxDiffMPPI), IDEs and the API docs show NN-MPPI's parameters too, not only ``**kwargs``."""
+    import inspect
+
+    from sb3_maxdiff import NNMPPI
+
+    maxdiff, nnmppi = inspect.signature(MaxDiffMPPI).parameters, inspect.signature(NNMPPI).parameters
+    assert set(nnmppi) <= set(maxdiff) and not any(param.kind is param.VAR_KEYWORD for param in maxdiff.values())
+    assert maxdiff["horizon"].default == 40 and maxdiff["terminal_value"].default is False
+    assert maxdiff["control_cost"].default is False  # MaxDiff's own default, not NN-MPPI's
+    MaxDiffMPPI(SWIMMER_HEAVY, horizon=5, n_samples=8)  # the listed keywords still reach NN-MPPI

@@ -102,6 +102,21 @@ def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path):
     )
 
 
+def test_swimmer_demo_by_default_shows_the_recorded_episodes(tmp_path, capsys):
+    """The README's first command: nothing trained or planned, the kept agents' recorded episodes, each line labelled."""
+    run_script(ROOT / "examples" / "demo_swimmer.py", ["--no-render", "--out", str(tmp_path)])
+    printed = capsys.readouterr().out
+    summary = json.loads((tmp_path / "swimmer_returns.json").read_text())
+    assert set(summary) == {"MaxDiff", "NN-MPPI", "tests"} and (tmp_path / "swimmer_paths_and_curves.png").exists()
+    for name in ("MaxDiff", "NN-MPPI"):
+        kept = [(values["run"], values["seed"]) for values in summary[name]]
+        assert kept == [("run 1", 0)] + [("run 2", seed) for seed in range(5)]
+    lines = [line for line in printed.splitlines() if "(kept, 50k steps" in line]
+    assert len(lines) == 12 and all("recorded episode" in line for line in lines)
+    # the swimmers that learned travel metres in their 1,000-step episode; the recording holds whole episodes
+    assert max(values["x_travelled"] for values in summary["MaxDiff"]) > 2.0
+
+
 def test_the_swimmer_demo_refuses_to_pool_runs_that_share_a_seed(monkeypatch, tmp_path):
     """Pooling two files that hold the same seed would mix two runs: the demo's test names the seed and both files."""
     monkeypatch.setattr(os, "environ", dict(os.environ))  # the demo picks MuJoCo's renderer on import

@@ -235,9 +235,7 @@ def copy_agent(source: Any, target: Any, index: int) -> None:
             }
 
 
-def extract_agent(
-    algorithm: Any, index: int, algo_class: type, skipped: tuple[str, ...], own_settings: dict[str, Any]
-) -> Any:
+def extract_agent(algorithm: Any, index: int, algo_class: type, skipped: tuple[str, ...], own_settings: dict[str, Any]) -> Any:
     """
     Agent ``index`` of an algorithm with independent agents as an algorithm of its own for one environment, made the
     way SB3's ``load`` makes a model: a bare instance of ``algo_class``, the algorithm's attributes (deep copies) with

@@ -8,6 +8,8 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.vec_env import VecNormalize
 
+from sb3_maxdiff.common.utils import check_flag, is_integer
+
 
 class NextActionReplayBufferSamples(NamedTuple):
     observations: th.Tensor
@@ -189,3 +191,25 @@ class NextActionReplayBuffer(ReplayBuffer):
             (cells.gather(self.dones) * (1.0 - cells.gather(self.timeouts)))[..., None],
         )
         return NextActionReplayBufferSamples(*(self.to_torch(np.asarray(x, dtype=np.float32)) for x in data))
+
+
+def check_replay_buffer(
+    buffer_size: int, replay_buffer_class: type[NextActionReplayBuffer] | None, optimize_memory_usage: bool
+) -> type[NextActionReplayBuffer]:
+    """The replay buffer class of a planner's algorithm (default :class:`NextActionReplayBuffer`), its arguments checked."""
+    if not (is_integer(buffer_size) and buffer_size >= 2):
+        # the newest transition waits for its next action, so one row alone is never sampled
+        raise ValueError(f"buffer_size must be an integer >= 2, got {buffer_size!r}")
+    replay_buffer_class = NextActionReplayBuffer if replay_buffer_class is None else replay_buffer_class
+    if not (isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, NextActionReplayBuffer)):
+        raise ValueError(
+            "replay_buffer_class must be NextActionReplayBuffer or a subclass of it (the model's reward target needs "
+            f"the next action it stores), got {replay_buffer_class!r}"
+        )
+    if check_flag("optimize_memory_usage", optimize_memory_usage):
+        raise ValueError(
+            "optimize_memory_usage=True is not supported: the replay buffer (NextActionReplayBuffer) also keeps "
+            "the action taken at each next observation and where an episode broke off, and samples them in SB3's "
+            "standard layout only, not in its memory-saving one; use optimize_memory_usage=False"
+        )
+    return replay_buffer_class

@@ -5,7 +5,9 @@ MaxDiff RL with an MPPI planner: NN-MPPI whose sample scores carry the path-entr
 Nature Machine Intelligence 2024, https://doi.org/10.1038/s42256-024-00829-3
 """
 
+import inspect
 import numbers
+from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -70,7 +72,8 @@ class MaxDiffMPPI(NNMPPI):
         included) ahead of each planned path before taking its entropy, so that moving away from where the agent
         has just been pays (the look back in time of the paper's model-free variant, here inside the planner);
         0 (default): the planned path alone, as published. Planned eagerly where ``cuda_graph=True``
-    :param kwargs: every other parameter of :class:`NNMPPI` (horizon, n_samples, temperature, ...)
+    :param kwargs: every other parameter of :class:`NNMPPI` (horizon, n_samples, temperature, ...), which the signature
+        lists (keyword-only)
     """
 
     def __init__(
@@ -267,6 +270,25 @@ class MaxDiffMPPI(NNMPPI):
         if "entropy_jitter" not in kwargs and "entropy_jitter" not in saved_data_keys(path):
             kwargs["entropy_jitter"] = "diagonal"  # the jitter every MaxDiff used before the option
         return super().load(path, *args, **kwargs)
+
+
+def _full_signature(own: Callable[..., Any], base: Callable[..., Any]) -> inspect.Signature:
+    """
+    The signature of ``own`` (which passes ``**kwargs`` on to ``base``) with ``**kwargs`` replaced by the parameters of
+    ``base`` it does not name, keyword-only: what ``help()``, IDEs that read it and the API docs then show.
+    """
+    own_signature = inspect.signature(own)
+    named = [param for param in own_signature.parameters.values() if param.kind is not param.VAR_KEYWORD]
+    names = {param.name for param in named}
+    passed_on = [
+        param.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for param in inspect.signature(base).parameters.values()
+        if param.name not in names and param.kind is param.POSITIONAL_OR_KEYWORD
+    ]
+    return own_signature.replace(parameters=[*named, *passed_on])
+
+
+MaxDiffMPPI.__init__.__signature__ = _full_signature(MaxDiffMPPI.__init__, NNMPPI.__init__)  # type: ignore[attr-defined]
 
 
 def _as_alpha(alpha: Any) -> Any:

@@ -24,7 +24,7 @@ from stable_baselines3.common.utils import update_learning_rate
 from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
 from sb3_maxdiff.common.agents import AgentLayout, check_agent_env, extract_agent, make_agents
-from sb3_maxdiff.common.buffers import NextActionReplayBuffer
+from sb3_maxdiff.common.buffers import NextActionReplayBuffer, check_replay_buffer
 from sb3_maxdiff.common.cuda_graphs import GraphedUpdates
 from sb3_maxdiff.common.entropy import PathEntropySettings, VisitedStates
 from sb3_maxdiff.common.mppi import PlannerSettings
@@ -39,7 +39,6 @@ from sb3_maxdiff.common.utils import (
     check_positive,
     check_spaces,
     flushing_denormals,
-    is_integer,
     is_per_agent,
     split_policy_and_env,
 )
@@ -188,26 +187,12 @@ class NNMPPI(OffPolicyAlgorithm):
         self.planner_dtype_timings: dict[str, float] = {}
         self.planner_settings.check()  # before SB3's setup: a bad planner argument's error comes first
         check_positive("batch_size", batch_size, integer=True)
-        if not (is_integer(buffer_size) and buffer_size >= 2):
-            # the newest transition waits for its next action, so one row alone is never sampled
-            raise ValueError(f"buffer_size must be an integer >= 2, got {buffer_size!r}")
         check_choice("action_semantics", action_semantics, ACTION_SEMANTICS)
         check_choice("warmup_actions", warmup_actions, WARMUP_ACTIONS)
         check_flag("independent_agents", independent_agents)
         check_flag("cuda_graph", cuda_graph)
         check_flag("overlap_updates", overlap_updates)
-        replay_buffer_class = NextActionReplayBuffer if replay_buffer_class is None else replay_buffer_class
-        if not (isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, NextActionReplayBuffer)):
-            raise ValueError(
-                "replay_buffer_class must be NextActionReplayBuffer or a subclass of it (the model's reward target needs "
-                f"the next action it stores), got {replay_buffer_class!r}"
-            )
-        if check_flag("optimize_memory_usage", optimize_memory_usage):
-            raise ValueError(
-                "optimize_memory_usage=True is not supported: the replay buffer (NextActionReplayBuffer) also keeps "
-                "the action taken at each next observation and where an episode broke off, and samples them in SB3's "
-                "standard layout only, not in its memory-saving one; use optimize_memory_usage=False"
-            )
+        replay_buffer_class = check_replay_buffer(buffer_size, replay_buffer_class, optimize_memory_usage)
         super().__init__(
             policy_name,
             env,  # type: ignore[arg-type]
