@@ -1,3 +1,4 @@
+import dataclasses
 import importlib.util
 import json
 import pathlib
@@ -94,6 +95,10 @@ def test_plan_parts_are_the_rollout_and_entropy_of_one_planner_call():
     assert th.equal(states[:, :, 0], start[:, None].expand(3, settings.n_samples, 4))
     entropy, bonus = parts["plan: path entropy"]()
     assert entropy.shape == bonus.shape == (3, settings.n_samples) and th.isfinite(entropy).all()
+    # without the random draw of the (default) jitter, the entropy is a function of the states alone
+    entropy_bonus = model.policy.planner.entropy_bonus
+    entropy_bonus.entropy = dataclasses.replace(entropy_bonus.entropy, jitter="diagonal")
+    entropy, _ = plan_parts(model)["plan: path entropy"]()
     assert th.equal(entropy, model.policy.planner.entropy_bonus(states)[0])  # its entropy is that of the rollout's states
     model.policy.planner.entropy_bonus = None  # as NN-MPPI's planner has: the rollout alone
     assert list(plan_parts(model)) == ["plan: rollout"]

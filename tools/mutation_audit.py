@@ -150,7 +150,10 @@ MUTANTS = [
         "self.reward_discount * next_reward",
     ),
     Mutant(
-        "loss_reward_full", MODELS, "ModelLosses(0.5 * reward_loss + dynamics_loss", "ModelLosses(reward_loss + dynamics_loss"
+        "loss_reward_full",
+        MODELS,
+        "ModelLosses(0.5 * reward_loss + dynamics_loss, dynamics_loss",
+        "ModelLosses(reward_loss + dynamics_loss, dynamics_loss",
     ),
     Mutant("nll_no_log_std", MODELS, "+ log_std + HALF_LOG_2PI", "+ HALF_LOG_2PI"),
     Mutant(
