@@ -1,6 +1,7 @@
 import dataclasses
 import importlib.util
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -467,3 +468,18 @@ def test_terminal_value_benchmark_runs_with_a_tiny_budget(capsys):
     rows = [line for line in printed.splitlines() if line.startswith("| H=")]
     assert [row.split("|")[1].strip() for row in rows] == ["H=10 value", "H=40"]
     assert "step H=10 value / step H=40:" in printed
+
+
+def test_replay_frame_benchmark_runs_with_a_tiny_budget(capsys, monkeypatch):
+    """The parts of a replay frame, where this machine renders; else the one line that says it cannot."""
+    for variable in ("MUJOCO_GL", "PYOPENGL_PLATFORM"):  # the script sets the backend it finds: undone afterwards
+        monkeypatch.setenv(variable, os.environ.get(variable, ""))
+    command = [sys.executable, str(ROOT / "benchmarks" / "replay_frame.py"), "--frames", "1"]
+    try:
+        printed = _printed(command, capsys)
+    except SystemExit as stop:
+        assert "MuJoCo cannot render here" in str(stop)
+        return
+    rows = [line.split("|")[1].strip() for line in printed.splitlines() if line.startswith("| ") and "ms" not in line]
+    assert rows == ["predict", "step", "render", "frame"]
+    assert "frame 480x480" in printed and "a 1,000-step replay video: about" in printed

@@ -1,5 +1,6 @@
 import json
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -124,6 +125,7 @@ def test_package_evaluates_with_progress_and_writes_only_its_output(trained_logs
     assert "evaluating" in err and "3/3" in err
     # package uploads nothing, and says where the package went instead of "pushed to the hub"
     assert "pushed to the hub" not in captured.out and "Pushing repo" not in captured.out
+    assert "Uploading" not in captured.out
     assert f"into {tmp_path / 'packaged'} (nothing uploaded)" in captured.out
     # nothing but the output is left behind: no ./hub/ working copy, the temporary folder removed
     assert sorted(path.name for path in tmp_path.iterdir()) == ["packaged", "scratch"]
@@ -289,3 +291,63 @@ def test_package_on_a_machine_with_no_display_gives_a_package_and_says_whether_i
     said = [line for line in done.stdout.splitlines() if line.startswith(("Replay video:", "No replay video:"))]
     assert len(said) == 1
     assert said[0].startswith("Replay video:") == (package / "replay.mp4").exists()
+
+
+class FramesEnv:
+    """A one-environment VecEnv stand-in whose frames are large (480 x 480 RGB, as MuJoCo's) and all different."""
+
+    metadata = {"render_fps": 25}  # noqa: RUF012
+
+    def __init__(self):
+        self.t = 0
+
+    def reset(self):
+        self.t = 0
+        return np.zeros((1, 2), dtype=np.float32)
+
+    def step(self, action):
+        self.t += 1
+        return np.full((1, 2), self.t, dtype=np.float32), np.zeros(1), np.zeros(1, dtype=bool), [{}]
+
+    def render(self):
+        return np.full((480, 480, 3), self.t % 256, dtype=np.uint8)
+
+
+class ZeroModel:
+    def predict(self, obs, deterministic=True):
+        return np.zeros((1, 1), dtype=np.float32), None
+
+
+def test_replay_video_holds_one_frame_whatever_its_length(tmp_path, capsys):
+    """The replay streams its frames to ffmpeg: memory does not grow with the video (huggingface_sb3's held them all)."""
+    import tracemalloc
+
+    from sb3_maxdiff.envs.rendering import ffmpeg_executable
+    from sb3_maxdiff.hub.patches import StreamingReplay
+
+    ffmpeg = ffmpeg_executable()
+    if ffmpeg is None:
+        pytest.skip("no ffmpeg here")
+    replay, frame_bytes = StreamingReplay(ffmpeg), 480 * 480 * 3
+    peaks = {}
+    for length in (10, 60):
+        (tmp_path / str(length)).mkdir()
+        tracemalloc.start()
+        replay(ZeroModel(), FramesEnv(), length, True, tmp_path / str(length))
+        peaks[length] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        probe = subprocess.run([ffmpeg, "-i", str(tmp_path / str(length) / "replay.mp4"), "-map", "0:v", "-f", "null", "-"],
+                               capture_output=True, text=True)  # fmt: skip
+        frames = re.findall(r"frame=\s*(\d+)", probe.stderr)
+        assert frames and int(frames[-1]) == length + 1  # the reset's frame and one a step
+    assert peaks[60] < 4 * frame_bytes  # 61 frames held would be 42 MB
+    assert peaks[60] - peaks[10] < frame_bytes
+    assert "replay video" in capsys.readouterr().err
+
+
+def test_replay_video_that_fails_leaves_no_file_and_says_why(tmp_path, capsys):
+    from sb3_maxdiff.hub.patches import StreamingReplay
+
+    StreamingReplay(str(tmp_path / "no-such-ffmpeg"))(ZeroModel(), FramesEnv(), 5, True, tmp_path)
+    assert not (tmp_path / "replay.mp4").exists()
+    assert capsys.readouterr().out.startswith("No replay video: FileNotFoundError")

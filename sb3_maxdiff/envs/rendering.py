@@ -8,14 +8,10 @@ first time an environment renders (``import sb3_maxdiff`` does not render). So t
 ``PYOPENGL_PLATFORM`` for this one.
 """
 
-import contextlib
 import os
-import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 
 # tried in this order where there is no display: EGL (GPU drivers or Mesa), then OSMesa (software)
 HEADLESS_BACKENDS = ("egl", "osmesa")
@@ -81,22 +77,3 @@ def ffmpeg_executable() -> str | None:
         return imageio_ffmpeg.get_ffmpeg_exe()
     except RuntimeError:  # the package without its binary (a platform it has none for)
         return None
-
-
-@contextlib.contextmanager
-def ffmpeg_on_path(executable: str) -> Iterator[None]:
-    """
-    Inside the block, ``ffmpeg`` on the PATH runs ``executable`` and prints only its errors (for tools that call
-    ``ffmpeg`` by name and show all it prints).
-    """
-    saved = os.environ.get("PATH", "")
-    with tempfile.TemporaryDirectory(prefix="sb3_maxdiff_ffmpeg_") as folder:
-        wrapper = os.path.join(folder, "ffmpeg")
-        with open(wrapper, "w") as file:
-            file.write(f'#!/bin/sh\nexec {shlex.quote(executable)} -hide_banner -loglevel error "$@"\n')
-        os.chmod(wrapper, 0o755)
-        os.environ["PATH"] = folder + os.pathsep + saved
-        try:
-            yield
-        finally:
-            os.environ["PATH"] = saved

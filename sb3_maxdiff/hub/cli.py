@@ -19,7 +19,7 @@ from sb3_maxdiff.cli import (
     with_option_value,
 )
 from sb3_maxdiff.envs.rendering import choose_offscreen_backend, ffmpeg_executable
-from sb3_maxdiff.hub.patches import ensure_hf_integration_compat, rl_zoo3_patched
+from sb3_maxdiff.hub.patches import PackageOnlyMessages, ensure_hf_integration_compat, rl_zoo3_patched
 
 COMMANDS = {"push": "rl_zoo3.push_to_hub", "load": "rl_zoo3.load_from_hub", "package": "rl_zoo3.push_to_hub"}
 # the organization a package names in its model card when -orga is not given (package uploads nothing)
@@ -125,7 +125,9 @@ def main(argv: list[str] | None = None) -> None:
         stack.enter_context(zoo.command_line(options))
         sys.argv[0] = f"sb3_maxdiff.hub {args.command}"
         try:
-            runpy.run_module(COMMANDS[args.command], run_name="__main__")  # scripts in rl_zoo3
+            # scripts in rl_zoo3; package's has no upload to announce
+            script_globals = {"print": PackageOnlyMessages.print} if args.command == "package" else None
+            runpy.run_module(COMMANDS[args.command], init_globals=script_globals, run_name="__main__")
         except Exception as error:
             network_error = unreachable(error)
             if network_error is None:

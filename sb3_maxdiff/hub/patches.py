@@ -1,8 +1,8 @@
 """
 What ``push`` and ``package`` change in rl_zoo3 and the Hugging Face libraries while rl_zoo3's own packaging code
 runs, all entered and undone by one context manager (:func:`rl_zoo3_patched`): our model card, an evaluation with a
-progress bar, a temporary working folder, an ffmpeg on the PATH, and for ``package`` a Hub that writes to a local
-folder and no messages about pushing.
+progress bar, a replay video streamed to ffmpeg one frame at a time, a temporary working folder, and for ``package`` a
+Hub that writes to a local folder and no messages about pushing.
 """
 
 import contextlib
@@ -11,6 +11,7 @@ import importlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -19,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from sb3_maxdiff.envs.rendering import ffmpeg_on_path
 from sb3_maxdiff.hub.card import CardSaver
 
 
@@ -51,11 +51,12 @@ class LocalOnlyApi:
 class PackageOnlyMessages:
     """
     Takes the place of ``wasabi.Printer.info`` during ``package``: rl_zoo3 announces that it pushes the repository
-    and that the model "is pushed to the hub", which is not what ``package`` does; those two lines are left out
-    (``LocalOnlyApi`` says where the package went instead), every other message is printed as usual.
+    and that the model "is pushed to the hub", which is not what ``package`` does; those lines are left out
+    (``LocalOnlyApi`` says where the package went instead), every other message is printed as usual. :meth:`print`
+    does the same for the plain ``print`` of rl_zoo3's script ("Uploading to <repo>, make sure to have the rights").
     """
 
-    PUSH_MESSAGES = ("Pushing repo ", "Your model is pushed to the hub")
+    PUSH_MESSAGES = ("Pushing repo ", "Your model is pushed to the hub", "Uploading to ")
 
     def __init__(self, info: Any):
         self.info = info
@@ -67,6 +68,13 @@ class PackageOnlyMessages:
             return self.info(printer, text, *args, **kwargs)
 
         return info
+
+    @classmethod
+    def print(cls, *values: Any, **kwargs: Any) -> None:
+        """``print``, except for a line that announces an upload."""
+        if values and isinstance(values[0], str) and values[0].startswith(cls.PUSH_MESSAGES):
+            return
+        print(*values, **kwargs)
 
 
 class ProgressEvaluation:
@@ -112,6 +120,61 @@ class ProgressEvaluation:
         }
         (Path(local_path) / "results.json").write_text(json.dumps(results))
         return mean_reward, std_reward
+
+
+class StreamingReplay:
+    """
+    Takes the place of huggingface_sb3's ``_generate_replay`` while rl_zoo3 packages a model: plays ``video_length``
+    steps of the agent and writes each rendered frame straight into ffmpeg's input (H.264, ``replay.mp4``), so memory
+    holds one frame however long the video (huggingface_sb3 keeps every frame until the end, then encodes twice). A
+    progress bar counts the steps: each one is a planning call. As there, a failure leaves the package without a
+    video and says why; the rest is packaged as usual.
+    """
+
+    def __init__(self, ffmpeg: str):
+        self.ffmpeg = ffmpeg
+
+    def encoder(self, width: int, height: int, fps: float, path: Path) -> subprocess.Popen:
+        """An ffmpeg process that reads raw RGB frames of ``width`` x ``height`` on its input and writes ``path``."""
+        command = [
+            self.ffmpeg, "-hide_banner", "-loglevel", "error", "-y",
+            "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}", "-r", f"{fps:g}", "-i", "-",
+            "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-vcodec", "h264", "-pix_fmt", "yuv420p", str(path),
+        ]  # fmt: skip
+        return subprocess.Popen(command, stdin=subprocess.PIPE)
+
+    def __call__(self, model: Any, eval_env: Any, video_length: int, is_deterministic: bool, local_path: Path) -> None:
+        from tqdm import tqdm
+
+        path = Path(local_path) / "replay.mp4"
+        encoder = None
+        try:
+            obs = eval_env.reset()
+            frame = np.asarray(eval_env.render())
+            fps = eval_env.metadata.get("render_fps") or 30
+            encoder = self.encoder(frame.shape[1], frame.shape[0], fps, path)
+            frames = encoder.stdin
+            if frames is None:  # Popen with stdin=PIPE always has one; for the type checker
+                raise RuntimeError("ffmpeg's input is not a pipe")
+            with tqdm(total=video_length, unit="step", desc="replay video", file=sys.stderr) as bar:
+                for _ in range(video_length):
+                    frames.write(np.ascontiguousarray(frame, dtype=np.uint8).tobytes())
+                    action, _ = model.predict(obs, deterministic=is_deterministic)
+                    obs, _, _, _ = eval_env.step(action)
+                    frame = np.asarray(eval_env.render())
+                    bar.update(1)
+                frames.write(np.ascontiguousarray(frame, dtype=np.uint8).tobytes())
+            frames.close()
+            if encoder.wait() != 0:
+                raise RuntimeError(f"ffmpeg exited with status {encoder.returncode}")
+        except (Exception, KeyboardInterrupt) as error:
+            if encoder is not None:
+                encoder.kill()
+                encoder.wait()
+            path.unlink(missing_ok=True)
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            print(f"No replay video: {type(error).__name__}: {error}; the rest is packaged as usual.")
 
 
 @contextlib.contextmanager
@@ -165,8 +228,8 @@ def rl_zoo3_patched(
     """
     Run the block (rl_zoo3's ``push_to_hub`` for ``push`` and ``package``) with this package's changes, undone on
     leaving, also on an error or Ctrl-C: our card, the evaluation on ``n_eval_episodes`` episodes with a progress bar,
-    a temporary working folder (rl_zoo3 builds the package in ``./hub/``), ``ffmpeg`` on the PATH where given; for
-    ``package``, the upload copied to ``output`` instead. ``load`` needs none of it.
+    a temporary working folder (rl_zoo3 builds the package in ``./hub/``), the replay video streamed to ``ffmpeg``
+    where given; for ``package``, the upload copied to ``output`` instead. ``load`` needs none of it.
     """
     ensure_hf_integration_compat()
     import huggingface_hub
@@ -184,6 +247,6 @@ def rl_zoo3_patched(
         hf_push = importlib.import_module("huggingface_sb3.push_to_hub")
         stack.enter_context(patched(hf_push, "_evaluate_agent", ProgressEvaluation(n_eval_episodes)))
         stack.enter_context(working_directory(stack.enter_context(tempfile.TemporaryDirectory(prefix="sb3_maxdiff_hub_"))))
-        if ffmpeg is not None:  # huggingface_sb3 calls ffmpeg by name
-            stack.enter_context(ffmpeg_on_path(ffmpeg))
+        if ffmpeg is not None:
+            stack.enter_context(patched(hf_push, "_generate_replay", StreamingReplay(ffmpeg)))
         yield
