@@ -330,7 +330,7 @@ def test_cuda_graph_training_matches_eager_training(independent_agents, entropy_
     graphed, eager = train(True), train(False)
     assert graphed.policy._graphs.graphs  # the planner ran as a graph
     # batched agents update through a graph too; a shared model (torch's Adam) updates eagerly
-    assert bool(graphed._graphed_updates.graphs) == independent_agents and not graphed._graphed_updates.eager
+    assert bool(graphed.policy._graphed_updates.graphs) == independent_agents and not graphed.policy._graphed_updates.eager
     np.testing.assert_allclose(graphed.replay_buffer.actions[:30], eager.replay_buffer.actions[:30], atol=1e-4)
     th.testing.assert_close(graphed.policy.model.state_dict(), eager.policy.model.state_dict(), rtol=1e-4, atol=1e-4)
 
@@ -349,7 +349,7 @@ def test_graphed_updates_made_before_the_environments_step_learn_the_same():
         return model
 
     overlapped, after = train(True), train(False)
-    assert overlapped._graphed_updates.graphs and not overlapped._graphed_updates.eager
+    assert overlapped.policy._graphed_updates.graphs and not overlapped.policy._graphed_updates.eager
     np.testing.assert_array_equal(overlapped.replay_buffer.actions[:60], after.replay_buffer.actions[:60])
     for name, value in after.policy.model.state_dict().items():
         assert th.equal(overlapped.policy.model.state_dict()[name], value), name

@@ -76,13 +76,13 @@ def test_deterministic_actions_survive_save_and_load(algo, tmp_path):
 
 def test_a_deterministic_call_leaves_the_global_stream_and_the_training_warm_start_alone():
     model = trained(MaxDiffMPPI)
-    warm_start = model._train_nominal.clone()
+    warm_start = model._plans.nominal.clone()
     th.manual_seed(8)
     model.predict(OBS, deterministic=True)
     drawn_after = th.rand(3)
     th.manual_seed(8)
     assert th.equal(drawn_after, th.rand(3))
-    assert th.equal(model._train_nominal, warm_start)
+    assert th.equal(model._plans.nominal, warm_start)
 
 
 def test_the_deterministic_action_is_one_of_the_planners_stochastic_actions():

@@ -141,8 +141,8 @@ def test_history_is_saved_loaded_and_kept_by_one_agent_taken_out(tmp_path):
 
     model = MaxDiffMPPI(make_vec_env(POINT_MASS, n_envs=2, seed=0), independent_agents=True, history=5, **SMALL)
     model.learn(30)
-    assert model._train_visited is not None and model._train_visited.states.shape == (2, 5, 4)
+    assert model._plans.visited is not None and model._plans.visited.states.shape == (2, 5, 4)
     model.save(tmp_path / "model.zip")
     loaded = MaxDiffMPPI.load(tmp_path / "model.zip", device="cpu")
-    assert loaded.history == 5 and loaded.policy.history == 5 and loaded._train_visited is None
+    assert loaded.history == 5 and loaded.policy.history == 5 and loaded._plans.visited is None
     assert model.agent(1).policy.history == 5

@@ -136,7 +136,7 @@ def test_a_callback_that_stops_training_sees_that_steps_updates_made_and_counted
         model = NNMPPI(short_episodes(3), independent_agents=True, seed=0, overlap_updates=overlap_updates, **TINY)
         model.learn(3 * 60, callback=StopAt(40))
         counts.append(model._n_updates)
-        assert model._updates_made is None
+        assert not model._ahead.held
     gradient_steps = TINY.get("gradient_steps", 5)
     assert counts[1] == counts[0] + gradient_steps
 

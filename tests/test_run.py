@@ -23,7 +23,7 @@ def test_run(algo, n_envs):
     model.learn(100)
     assert model.num_timesteps >= 100
     assert model.replay_buffer.size() > 0
-    assert model._train_nominal is not None and model._train_nominal.shape == (n_envs, 5, 2)
+    assert model._plans.nominal is not None and model._plans.nominal.shape == (n_envs, 5, 2)
 
 
 @pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
@@ -95,11 +95,11 @@ def test_tensorboard_log(tmp_path):
 def test_evaluation_does_not_disturb_training_warm_start():
     model = NNMPPI(POINT_MASS, seed=0, **TINY)
     model.learn(60)
-    nominal = model._train_nominal.clone()
+    nominal = model._plans.nominal.clone()
     evaluate_policy(model, gym.make(POINT_MASS, max_episode_steps=20), n_eval_episodes=2)
     obs = model.env.reset()
     model.predict(obs, state=None, episode_start=np.ones(1, dtype=bool))
-    th.testing.assert_close(model._train_nominal, nominal)
+    th.testing.assert_close(model._plans.nominal, nominal)
 
 
 def test_predict_threads_state():

@@ -37,6 +37,7 @@ SCHEDULES = "sb3_maxdiff/common/schedules.py"
 OPTIMIZERS = "sb3_maxdiff/common/optimizers.py"
 ERGODICITY = "sb3_maxdiff/common/ergodicity.py"
 NNMPPI = "sb3_maxdiff/nnmppi/nnmppi.py"
+STEP_STATE = "sb3_maxdiff/common/step_state.py"
 WRAPPER = "sb3_maxdiff/wrappers/path_entropy_reward.py"
 AGENTS = "sb3_maxdiff/common/agents.py"
 SINGLE_SHOT = "sb3_maxdiff/experiments/single_shot.py"
@@ -246,7 +247,7 @@ MUTANTS = [
     Mutant("point_mass_reward_distance", POINT_MASS, "reward = -float(x**2 + y**2)", "reward = -float(x**2 + y**2) ** 0.5"),
     Mutant("light_tail_heavy", MUJOCO, "LIGHT_TAIL_DENSITY = 100.0", "LIGHT_TAIL_DENSITY = 1000.0"),
     # overlapped updates: the step's next action stored before the updates that sample it
-    Mutant("overlap_next_action_unset", NNMPPI, "self.replay_buffer.set_next_action(buffer_actions)", "pass"),
+    Mutant("overlap_next_action_unset", STEP_STATE, "algorithm.replay_buffer.set_next_action(buffer_actions)", "pass"),
     # the runner: the batched evaluation and the time limit
     Mutant("batch_eval_no_episode_start", EXECUTION, "totals[row], starts[row] = 0.0, True", "totals[row] = 0.0"),
     Mutant(

@@ -8,16 +8,17 @@ what is logged, and how one agent is taken out of a batched model.
 import abc
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch as th
-from stable_baselines3.common.vec_env import VecNormalize
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer, NextActionReplayBufferSamples
-from sb3_maxdiff.common.utils import is_integer
+from sb3_maxdiff.common.utils import check_per_agent, is_integer
 
 Record = Callable[..., None]
+SelfAgents = TypeVar("SelfAgents", bound="IndependentAgentsMixin")
 
 
 class AgentLayout(abc.ABC):
@@ -255,3 +256,60 @@ def extract_agent(algorithm: Any, index: int, algo_class: type, skipped: tuple[s
     single.seed = algorithm.seed
     copy_agent(algorithm.policy, single.policy, index)
     return single
+
+
+class IndependentAgentsMixin:
+    """
+    What NN-MPPI and MaxDiff add to an SB3 algorithm for ``independent_agents=True``: the settings given per agent
+    (a list, one entry per environment), each agent's step count, the check of a new environment, and :meth:`agent`,
+    which takes one agent out as a model of its own. Mixed in before ``OffPolicyAlgorithm``.
+    """
+
+    independent_agents: bool
+    n_agents: int | None
+    agents: AgentLayout | None
+    num_timesteps: int
+    n_envs: int
+    _vec_normalize_env: VecNormalize | None
+
+    def _per_agent_settings(self) -> dict[str, list | tuple]:
+        """The settings given per agent (lists, one entry per independent agent), by name."""
+        return {}
+
+    def _check_per_agent_settings(self) -> None:
+        for name, values in self._per_agent_settings().items():
+            check_per_agent(name, values, self.independent_agents, self.n_envs)
+
+    def _agent_settings(self, index: int) -> dict[str, Any]:
+        """Agent ``index``'s own value of each per-agent setting, for :meth:`agent`."""
+        return {name: values[index] for name, values in self._per_agent_settings().items()}
+
+    @property
+    def agent_timesteps(self) -> int:
+        """Environment steps taken by each agent (``num_timesteps`` unless the agents are independent)."""
+        return self.num_timesteps if self.agents is None else self.agents.agent_steps(self.num_timesteps)
+
+    @property
+    def _agents(self) -> AgentLayout:
+        """The agent layout of a set-up model."""
+        assert self.agents is not None, "the model is not set up (_setup_model)"
+        return self.agents
+
+    def set_env(self, env: Any, force_reset: bool = True) -> None:
+        vec_normalize = (unwrap_vec_normalize(env) if isinstance(env, VecEnv) else None) or self._vec_normalize_env
+        n_envs = env.num_envs if isinstance(env, VecEnv) else 1
+        check_agent_env(self.independent_agents, self.n_agents, n_envs, vec_normalize)
+        super().set_env(env, force_reset)  # type: ignore[misc]  # OffPolicyAlgorithm's, after this class
+
+    def agent(self: SelfAgents, index: int) -> SelfAgents:
+        """
+        Agent ``index`` in [0, n_agents) of an ``independent_agents=True`` model as a model of its own for one
+        env: its settings, step count, weights and optimizer state, not its replay data (for ``save``, the Hub).
+        """
+        return self._extract_agent(index)
+
+    def _extract_agent(self, index: int, algo_class: type | None = None, drop: tuple[str, ...] = ()) -> Any:
+        """Agent ``index`` as an algorithm of ``algo_class`` (default: this one's), see :func:`extract_agent`."""
+        self._agents.check_agent_index(index)
+        skipped = (*self._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts")  # type: ignore[attr-defined]
+        return extract_agent(self, index, algo_class or type(self), (*skipped, *drop), self._agent_settings(index))

@@ -12,6 +12,7 @@ import torch as th
 from sb3_maxdiff.common.agents import AgentLayout, Record
 from sb3_maxdiff.common.models import ModelLosses
 from sb3_maxdiff.common.mppi import STAT_NAMES
+from sb3_maxdiff.common.optimizers import ModelUpdate
 
 
 class DeviceSums:
@@ -50,6 +51,11 @@ class TrainingStats:
         """One planning call's statistics, shape (E, len(STAT_NAMES))."""
         self.sums.add("planner", stats)
         self.planner_calls += 1
+
+    def add_updates(self, updates: list[ModelUpdate] | None) -> None:
+        """The gradient steps of one ``train`` call (None: none)."""
+        for update in updates or []:
+            self.add_update(*update)
 
     def add_update(self, loss: ModelLosses, finite: th.Tensor, applied: bool) -> None:
         """

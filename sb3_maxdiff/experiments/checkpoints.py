@@ -100,7 +100,8 @@ def episode_state(model: Any) -> dict[str, Any]:
     environments' episodes: each environment (:func:`environment_state`), the last observations, and the planner's
     warm start and visited states (NN-MPPI, MaxDiff).
     """
-    nominal, visited = getattr(model, "_train_nominal", None), getattr(model, "_train_visited", None)
+    plans = getattr(model, "_plans", None)  # NN-MPPI's and MaxDiff's (SAC has none)
+    nominal, visited = (None, None) if plans is None else (plans.nominal, plans.visited)
     return {
         "environments": [environment_state(env) for env in model.get_env().envs],
         "last_obs": copy.deepcopy(model._last_obs),
@@ -127,9 +128,9 @@ def continue_episode(model: Any, streams: dict[str, Any], state: dict[str, Any])
     model._last_obs, model._last_original_obs = state["last_obs"], state["last_original_obs"]
     model._last_episode_starts = state["last_episode_starts"]
     if state["nominal"] is not None:
-        model._train_nominal = state["nominal"].to(model.device)
+        model._plans.nominal = state["nominal"].to(model.device)
     if state["visited"] is not None:
-        model._train_visited = state["visited"]
+        model._plans.visited = state["visited"]
     _restore_streams(model, streams)
 
 

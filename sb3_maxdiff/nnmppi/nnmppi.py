@@ -19,23 +19,21 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
-from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule, TrainFreq, TrainFrequencyUnit
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import update_learning_rate
-from stable_baselines3.common.vec_env import VecEnv, unwrap_vec_normalize
 
-from sb3_maxdiff.common.agents import AgentLayout, check_agent_env, extract_agent, make_agents
+from sb3_maxdiff.common.agents import AgentLayout, IndependentAgentsMixin, check_agent_env, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer, check_replay_buffer
-from sb3_maxdiff.common.cuda_graphs import GraphedUpdates
-from sb3_maxdiff.common.entropy import PathEntropySettings, VisitedStates
+from sb3_maxdiff.common.entropy import PathEntropySettings
 from sb3_maxdiff.common.mppi import PlannerSettings
-from sb3_maxdiff.common.optimizers import ModelUpdate, model_updates
-from sb3_maxdiff.common.precision import AUTO, PLANNER_DTYPE_CHOICES, choose_planner_dtype
+from sb3_maxdiff.common.optimizers import ModelUpdate
+from sb3_maxdiff.common.precision import AUTO, PLANNER_DTYPE_CHOICES
+from sb3_maxdiff.common.step_state import PlanCarry, UpdatesAhead, check_overlap_updates, make_updates_ahead
 from sb3_maxdiff.common.training_stats import TrainingStats
 from sb3_maxdiff.common.utils import (
     check_choice,
     check_flag,
     check_fraction,
-    check_per_agent,
     check_positive,
     check_spaces,
     flushing_denormals,
@@ -46,77 +44,58 @@ from sb3_maxdiff.nnmppi.policies import MlpPolicy, MPPIPolicy
 
 SelfNNMPPI = TypeVar("SelfNNMPPI", bound="NNMPPI")
 
-
 ACTION_SEMANTICS = ("bounded", "authors")
 WARMUP_ACTIONS = ("random", "planner")
 
 
-class NNMPPI(OffPolicyAlgorithm):
+class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
     """
     Neural-network MPPI (NN-MPPI), the model-based baseline of the MaxDiff RL paper.
 
-    Every environment step the planner samples ``n_samples`` smoothed action sequences of length
-    ``horizon`` around a warm-started nominal sequence, rolls them out through the learned model,
-    and executes the first action of the exponentially weighted update. ``gradient_steps`` model
-    updates follow each (vectorised) environment step.
-
-    ``learn`` flushes denormal floats (which model rollouts produce and which slow CPU math) to zero while it
-    runs; ``torch.set_flush_denormal`` is put back as it was when ``learn`` returns.
+    Every environment step the planner samples ``n_samples`` smoothed action sequences of length ``horizon`` around a
+    warm-started nominal sequence, rolls them out through the learned model, and executes the first action of the
+    exponentially weighted update; ``gradient_steps`` model updates follow. ``learn`` flushes denormal floats to zero
+    while it runs (model rollouts make them, and they slow CPU math). The guide "Your own environment"
+    says more about each parameter.
 
     :param policy: "MlpPolicy", a policy class, or directly the environment (instance or id)
     :param env: the environment (instance or registered id); None when ``policy`` is the environment
     :param learning_rate: model learning rate (float or schedule)
     :param buffer_size: replay buffer size
-    :param learning_starts: no model updates for this many steps (and, with ``warmup_actions="random"``,
-        uniformly random actions)
+    :param learning_starts: no model updates for this many steps (and random actions with ``warmup_actions="random"``)
     :param batch_size: model minibatch size
     :param train_freq: update the model every ``train_freq`` steps (int or (int, unit))
-    :param gradient_steps: model updates after each rollout (SB3 convention; -1: as many as env steps)
+    :param gradient_steps: model updates after each rollout (-1: as many as env steps)
     :param horizon: planning horizon H
     :param n_samples: sampled action sequences K per environment
     :param temperature: MPPI temperature lambda (> 0)
     :param noise_std: std sigma of the sampling noise (> 0); 0.3 in every published run
-    :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the sample scores (as published);
-        with independent agents, a list of bools gives each agent its own (one per environment)
-    :param terminal_value: not in the paper: also learn a value ``V(s)`` of the states in the replay buffer, by temporal
-        differences with a target network, and score each sampled path by ``sum_t gamma^t r_t + gamma^H V(s_H)``
-        instead of its predicted rewards summed, so that the planner sees past its horizon (as TD-MPC does). False
-        (default): as published. The value net's hidden layers are ``policy_kwargs["value_net_arch"]`` (default:
-        ``net_arch``)
+    :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the sample scores (as published); a list
+        of bools gives each independent agent its own
+    :param terminal_value: not in the paper: learn a value ``V(s)`` by TD on the replay buffer, with a target network,
+        and score each sampled path by ``sum_t gamma^t r_t + gamma^H V(s_H)``, so that the planner sees past its
+        horizon (as TD-MPC does); its hidden layers are ``policy_kwargs["value_net_arch"]`` (default ``net_arch``)
     :param gamma: discount of the planned rewards and of the value's TD target (with ``terminal_value`` only)
-    :param tau: step of the value's target network toward the value net after each model update (Polyak averaging,
-        with ``terminal_value`` only)
-    :param action_semantics: ``"bounded"``: sampled actions are clipped to the action bounds before the
-        rollout, so the model is only asked about executable actions. ``"authors"``: as published, the raw
-        planner action is stored and sent to the env, which applies it as it is (``PointMassUnbounded``) or
-        clips it itself (the paper's MuJoCo ids). Either way the model, the env and the buffer see one action
+    :param tau: Polyak step of the value's target network after each model update (with ``terminal_value`` only)
+    :param action_semantics: ``"bounded"``: sampled actions are clipped to the bounds before the rollout.
+        ``"authors"``: as published, the raw planner action is stored and sent to the env, which applies or clips it
     :param warmup_actions: ``"random"``: uniformly random actions for the first ``learning_starts`` steps;
-        ``"planner"``: plan with the (untrained) model from the first step, as the authors did
-    :param independent_agents: False: one model learns from every environment. True: each environment gets
-        an agent of its own (model, optimizer state, replay column, warm start, schedules), as separate runs
-        would, planned and trained in one batched call. ``learning_starts``, alpha schedules and
-        ``buffer_size`` are then per agent; ``total_timesteps`` counts every agent's steps (as in SB3);
-        :meth:`agent` extracts one agent as a model of its own
-    :param planner_dtype: dtype of the planner's rollouts, "float32", "bfloat16" or "auto" (training is float32);
-        bfloat16 pays off only on hardware with bfloat16 matrix units; "auto" takes it where the device has them
-        (a CPU with AVX512_BF16 or AMX, a CUDA GPU) and a few plans of the model run faster in it, decided when the
-        model is set up (and again at load); ``planner_dtype_timings`` holds the timings it decided on
-    :param cuda_graph: how to run, not what is learned (not saved: pass it to ``load`` too, like ``device``):
-        on CUDA, replay the planning step as one captured graph (same random draws as eager planning) and,
-        for independent agents batched in one model, each ``train`` call's updates as another
-        (:class:`~sb3_maxdiff.common.cuda_graphs.GraphedUpdates`); no effect elsewhere (a warning says so)
-    :param overlap_updates: how to run, not what is learned (not saved, like ``cuda_graph``): make the model
-        updates that follow an environment step as soon as its actions are planned, before the environments step
-        (on a GPU, the updates then run while the host steps the environments). The same results: the
-        transition the step stores is never in those updates' draw (it waits for its next action), which is made
-        from the same rows with the same random numbers, and the same logs. What differs is what a callback's ``on_step``
-        sees: the model after that step's updates, made even where the callback then stops training. Needs
-        ``train_freq=1``
+        ``"planner"``: plan with the untrained model from the first step, as the authors did
+    :param independent_agents: True: each environment gets an agent of its own (model, optimizer state, replay
+        column, warm start, schedules), as separate runs would, planned and trained in one batched call;
+        ``learning_starts`` and ``buffer_size`` are then per agent, ``total_timesteps`` counts every agent's steps (as
+        in SB3), and :meth:`agent` extracts one agent. False: one model learns from every environment
+    :param planner_dtype: dtype of the planner's rollouts: "float32", "bfloat16" (only where the hardware has bfloat16
+        matrix units) or "auto" (bfloat16 where the device has them and it plans this model faster, decided at setup
+        and at load; ``planner_dtype_timings`` holds the timings); training is float32
+    :param cuda_graph: on CUDA, replay the planning step, and the updates of independent agents, as captured CUDA
+        graphs (the same random draws as eager); how to run, not saved: pass it to ``load`` too, like ``device``
+    :param overlap_updates: make a step's model updates as soon as its actions are planned, before the environments
+        step (on a GPU they then run while the host steps the environments); the same results, and a callback's
+        ``on_step`` sees the model after them; needs ``train_freq=1``; how to run, not saved
     :param action_noise: SB3's exploration noise, added to the planner's (normalised) action during training
-    :param replay_buffer_class: the replay buffer: :class:`NextActionReplayBuffer` or a subclass of it (the model's
-        reward target needs the next action it stores)
-    :param optimize_memory_usage: SB3's option to store each observation once; only False is accepted (the replay
-        buffer also keeps the next action and where an episode broke off, and samples them in SB3's standard layout)
+    :param replay_buffer_class: :class:`NextActionReplayBuffer` or a subclass (the reward target needs the next action)
+    :param optimize_memory_usage: only False (the buffer keeps the next action, and where an episode broke off)
     :param replay_buffer_kwargs: keyword arguments of :class:`NextActionReplayBuffer`
     :param policy_kwargs: policy keyword arguments (``net_arch``, ``activation_fn``, ``optimizer_kwargs``, ...)
     :param stats_window_size: window of the rollout logging averages
@@ -189,9 +168,9 @@ class NNMPPI(OffPolicyAlgorithm):
         check_positive("batch_size", batch_size, integer=True)
         check_choice("action_semantics", action_semantics, ACTION_SEMANTICS)
         check_choice("warmup_actions", warmup_actions, WARMUP_ACTIONS)
-        check_flag("independent_agents", independent_agents)
-        check_flag("cuda_graph", cuda_graph)
-        check_flag("overlap_updates", overlap_updates)
+        self.independent_agents = check_flag("independent_agents", independent_agents)
+        self.cuda_graph = check_flag("cuda_graph", cuda_graph)
+        self.overlap_updates = check_flag("overlap_updates", overlap_updates)
         replay_buffer_class = check_replay_buffer(buffer_size, replay_buffer_class, optimize_memory_usage)
         super().__init__(
             policy_name,
@@ -217,15 +196,10 @@ class NNMPPI(OffPolicyAlgorithm):
             sde_support=False,
         )
         self.warmup_actions = warmup_actions
-        self.cuda_graph = bool(cuda_graph)
-        self.overlap_updates = bool(overlap_updates)
-        self._updates_made: list[ModelUpdate] | None = None  # by overlap_updates, for the next train() call
-        self._log_std_before_updates: th.Tensor | None = None
-        self.independent_agents = bool(independent_agents)
+        self._ahead = UpdatesAhead()  # overlap_updates: a step's updates, made before the environments step
         self.n_agents: int | None = None  # one agent per env (independent agents), or None: one shared model
         self.agents: AgentLayout | None = None  # what differs between the two, set up with the model
-        self._train_nominal: th.Tensor | None = None
-        self._train_visited: VisitedStates | None = None  # the states the path entropy looks back at (history > 0)
+        self._plans = PlanCarry()  # the warm start and visited states, from one training plan to the next
         self._stats = TrainingStats()
         if _init_setup_model:
             self._setup_model()
@@ -250,27 +224,7 @@ class NNMPPI(OffPolicyAlgorithm):
         )
 
     def _per_agent_settings(self) -> dict[str, list | tuple]:
-        """The settings given per agent (lists, one entry per independent agent), by name."""
         return {"control_cost": self.control_cost} if is_per_agent(self.control_cost) else {}
-
-    def _check_per_agent_settings(self) -> None:
-        for name, values in self._per_agent_settings().items():
-            check_per_agent(name, values, self.independent_agents, self.n_envs)
-
-    def _agent_settings(self, index: int) -> dict[str, Any]:
-        """Agent ``index``'s own value of each per-agent setting, for :meth:`agent`."""
-        return {name: values[index] for name, values in self._per_agent_settings().items()}
-
-    @property
-    def agent_timesteps(self) -> int:
-        """Environment steps taken by each agent (``num_timesteps`` unless the agents are independent)."""
-        return self.num_timesteps if self.agents is None else self.agents.agent_steps(self.num_timesteps)
-
-    @property
-    def _agents(self) -> AgentLayout:
-        """The agent layout of a set-up model."""
-        assert self.agents is not None, "the model is not set up (_setup_model)"
-        return self.agents
 
     def _setup_model(self) -> None:
         check_spaces(self.observation_space, self.action_space)
@@ -280,8 +234,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self.n_agents = self.n_envs if self.independent_agents else None
         self.agents = make_agents(self.n_agents)
         self._stats = TrainingStats()
-        self._graphed_updates = GraphedUpdates()
-        self._train_nominal, self._train_visited = None, None
+        self._plans = PlanCarry()
         if self.replay_buffer is None:
             self.replay_buffer = self.agents.make_buffer(self)  # None: SB3's setup below makes it
         # planner settings and agent count reach the policy as SB3 forwards use_sde; the saved kwargs stay the user's
@@ -300,32 +253,20 @@ class NNMPPI(OffPolicyAlgorithm):
             super()._setup_model()
         finally:
             self.policy_kwargs = user_policy_kwargs
-        self._check_overlap_updates()
+        check_overlap_updates(self.overlap_updates, self.train_freq)
         if self.planner_dtype == AUTO:
             self._choose_planner_dtype()
-
-    def _check_overlap_updates(self) -> None:
-        train_freq = self.train_freq
-        frequency = (train_freq.frequency, train_freq.unit) if isinstance(train_freq, TrainFreq) else None
-        if self.overlap_updates and frequency != (1, TrainFrequencyUnit.STEP):
-            raise ValueError(
-                "overlap_updates=True makes each step's model updates before the environments step, so it needs "
-                f"train_freq=1 (updates after every step), got train_freq={self.train_freq!r}"
-            )
 
     def _reset_planner_dtype(self) -> None:
         """The dtype the planner runs in: the one asked for; "auto" is decided with the model (float32 until then)."""
         self._planner_dtype_in_use = "float32" if self.planner_dtype == AUTO else self.planner_dtype
 
     def _choose_planner_dtype(self) -> None:
-        """For ``planner_dtype="auto"``: bfloat16 where this device has it in hardware and it plans this model
-        faster (timed on a few plans, which leave torch's random stream as it was), float32 otherwise."""
-        obs_dim = int(np.prod(self.observation_space.shape))  # type: ignore[arg-type]
-        n_rows = self.n_agents or 1
-        chosen, self.planner_dtype_timings = choose_planner_dtype(self.policy.planner, self.policy.model, obs_dim, n_rows)
-        self._planner_dtype_in_use = chosen
+        """``planner_dtype="auto"``: the policy's fastest (:meth:`MPPIPolicy.fastest_planner_dtype`) from now on."""
+        self._planner_dtype_in_use, self.planner_dtype_timings = self.policy.fastest_planner_dtype(self.n_agents or 1)
         self.policy.use_planner_settings(self.planner_settings)
         if self.verbose >= 1:
+            chosen = self._planner_dtype_in_use
             timings = ", ".join(f"{name} {1e3 * seconds:.1f} ms" for name, seconds in self.planner_dtype_timings.items())
             print(f"planner_dtype='auto': planning in {chosen}" + (f" (a plan: {timings})" if timings else ""))
 
@@ -340,7 +281,7 @@ class NNMPPI(OffPolicyAlgorithm):
         if reset_num_timesteps or self._last_obs is None:
             # the environments will be reset: the newest transitions have no next action
             self.replay_buffer.interrupt()
-            self._train_nominal, self._train_visited = None, None
+            self._plans.reset()
         return super()._setup_learn(total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar)
 
     # ----- acting ----------------------------------------------------------------------------
@@ -356,7 +297,7 @@ class NNMPPI(OffPolicyAlgorithm):
     ) -> tuple[np.ndarray, np.ndarray]:
         actions, buffer_actions = self._training_actions(learning_starts, action_noise, n_envs)
         if self.overlap_updates:
-            self._update_before_env_step(buffer_actions, n_envs)
+            make_updates_ahead(self, buffer_actions, n_envs)
         return actions, buffer_actions
 
     def _training_actions(
@@ -369,16 +310,7 @@ class NNMPPI(OffPolicyAlgorithm):
         self._update_planner_parameters()
         obs, _ = self.policy.obs_to_tensor(self._last_obs)  # type: ignore[arg-type]
         assert isinstance(obs, th.Tensor)  # the spaces are Boxes (checked at setup)
-        start_flags = np.asarray(self._last_episode_starts, dtype=bool)
-        starts = th.as_tensor(start_flags, device=self.device)
-        if self._train_visited is None:
-            self._train_visited = self.policy.visited_states()  # None where the path entropy does not look back
-        history = None
-        if self._train_visited is not None:
-            history = self._train_visited.update(obs.float().flatten(start_dim=1), start_flags)
-        with th.no_grad():
-            result = self.policy.plan(obs, self._train_nominal, starts, history=history)
-        self._train_nominal = result.nominal
+        result = self._plans.plan(self.policy, obs, self._last_episode_starts)
         self._planned(result.stats)
         scaled_action = result.actions.cpu().numpy()
         if action_noise is not None:
@@ -402,11 +334,13 @@ class NNMPPI(OffPolicyAlgorithm):
 
     # ----- learning --------------------------------------------------------------------------
     def train(self, gradient_steps: int, batch_size: int = 128) -> None:
-        if self._updates_made is None:
-            self._updates_made = self._model_updates(gradient_steps, batch_size)
-        elif self._updates_made:  # made before the environments stepped; their learning rate is logged here, as SB3 does
+        """The model updates after an environment step (with ``overlap_updates``, made already before it)."""
+        updates = self._ahead.take()
+        if updates is None:
+            updates = self._model_updates(gradient_steps, batch_size)
+        elif updates:  # made before the environments stepped; their learning rate is logged here, as SB3 does
             self.logger.record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
-        self._count_updates_made()
+        self._stats.add_updates(updates)
 
     def _model_updates(self, gradient_steps: int, batch_size: int, ahead: bool = False) -> list[ModelUpdate]:
         """
@@ -427,48 +361,14 @@ class NNMPPI(OffPolicyAlgorithm):
             self._update_learning_rate(self.policy.optimizer)
         # one draw for all gradient steps: a single host-to-device copy
         data = self._agents.sample(self.replay_buffer, batch_size * gradient_steps, self._vec_normalize_env, ahead)
-        model, optimizer = self.policy.model, self.policy.optimizer
-        if self.cuda_graph:
-            return self._graphed_updates.run(model, optimizer, data, batch_size, gradient_steps)
-        return model_updates(model, optimizer, data, batch_size, gradient_steps)
-
-    def _update_before_env_step(self, buffer_actions: np.ndarray, n_envs: int) -> None:
-        """
-        For ``overlap_updates``: the updates of the ``train`` call that SB3 makes once the environments have taken
-        ``buffer_actions`` and the step is stored (its test, ``num_timesteps > learning_starts`` after the step, and
-        ``gradient_steps > 0``), made now; ``train`` then only counts them.
-        """
-        self._count_updates_made()
-        steps_after = self.num_timesteps + n_envs
-        gradient_steps = self.gradient_steps if self.gradient_steps >= 0 else n_envs
-        if steps_after <= self.learning_starts or gradient_steps <= 0:
-            return
-        progress = self._current_progress_remaining
-        self._update_current_progress_remaining(steps_after, self._total_timesteps)  # the learning rate after the step
-        try:
-            self.replay_buffer.set_next_action(buffer_actions)
-            # what a log dumped during the step shows (the mean, taken as then: a copy's would round differently)
-            self._log_std_before_updates = self.policy.model.log_std.detach().mean()
-            self._updates_made = self._model_updates(gradient_steps, self.batch_size, ahead=True)
-        finally:
-            self._current_progress_remaining = progress  # SB3 moves it on after the step, as before
-            self.policy.set_training_mode(False)  # as SB3 left it for collecting the step
-
-    def _count_updates_made(self) -> None:
-        """Add the updates made since the last count to the training statistics."""
-        for update in self._updates_made or []:
-            self._stats.add_update(*update)
-        self._updates_made = None
+        return self.policy.update_model(data, batch_size, gradient_steps)
 
     def _record_device_stats(self) -> None:
         """Log the device-side statistics since the last dump, count the updates, warn about skips."""
         # learn() can fail before SB3 configured the logger
         record = self.logger.record if hasattr(self, "_logger") else lambda *args, **kwargs: None
-        log_std, warn = self.policy.model.log_std, self.policy.warn_nonfinite
-        if self._updates_made is not None:  # overlap_updates: logged as it was before this step's updates
-            assert self._log_std_before_updates is not None  # taken before those updates were made
-            log_std = self._log_std_before_updates
-        self._n_updates = self._stats.flush(record, self._agents, self._n_updates, log_std, warn)
+        log_std = self._ahead.logged_log_std(self.policy.model.log_std)  # overlap_updates: before this step's updates
+        self._n_updates = self._stats.flush(record, self._agents, self._n_updates, log_std, self.policy.warn_nonfinite)
 
     def dump_logs(self) -> None:
         self._record_device_stats()
@@ -487,7 +387,7 @@ class NNMPPI(OffPolicyAlgorithm):
             with flushing_denormals():
                 return super().learn(total_timesteps, callback, log_interval, tb_log_name, reset_num_timesteps, progress_bar)
         finally:  # the update count and any warning are up to date when learn returns (or fails)
-            self._count_updates_made()  # overlap_updates: made for a step at which a callback stopped training
+            self._stats.add_updates(self._ahead.take())  # overlap_updates: for a step at which a callback stopped training
             self._record_device_stats()
 
     @classmethod
@@ -502,38 +402,15 @@ class NNMPPI(OffPolicyAlgorithm):
         **kwargs: Any,
     ) -> SelfNNMPPI:
         """SB3's ``load``; ``cuda_graph`` and ``overlap_updates``, like ``device``, are chosen here."""
-        check_flag("cuda_graph", cuda_graph)
-        check_flag("overlap_updates", overlap_updates)
-        kwargs.update(cuda_graph=cuda_graph, overlap_updates=overlap_updates)
+        kwargs.update(cuda_graph=check_flag("cuda_graph", cuda_graph))
+        kwargs.update(overlap_updates=check_flag("overlap_updates", overlap_updates))
         return super().load(path, env, device, *args, **kwargs)  # type: ignore[return-value]
-
-    # ----- independent agents ----------------------------------------------------------------
-    def set_env(self, env: GymEnv, force_reset: bool = True) -> None:
-        vec_normalize = (unwrap_vec_normalize(env) if isinstance(env, VecEnv) else None) or self._vec_normalize_env
-        n_envs = env.num_envs if isinstance(env, VecEnv) else 1
-        check_agent_env(self.independent_agents, self.n_agents, n_envs, vec_normalize)
-        super().set_env(env, force_reset)
-
-    def agent(self: SelfNNMPPI, index: int) -> SelfNNMPPI:
-        """
-        Agent ``index`` in [0, n_agents) of an ``independent_agents=True`` model as a model of its own for one
-        env: its settings, step count, weights and optimizer state, not its replay data (for ``save``, the Hub).
-        """
-        return self._extract_agent(index)
-
-    def _extract_agent(self, index: int, algo_class: type | None = None, drop: tuple[str, ...] = ()) -> Any:
-        """Agent ``index`` as an algorithm of ``algo_class`` (default: this one's), see :func:`extract_agent`."""
-        self._agents.check_agent_index(index)
-        skipped = (*self._excluded_save_params(), "_last_obs", "_last_original_obs", "_last_episode_starts")
-        return extract_agent(self, index, algo_class or type(self), (*skipped, *drop), self._agent_settings(index))
 
     # ----- save / load -----------------------------------------------------------------------
     def _excluded_save_params(self) -> list[str]:
-        # cuda_graph is how to run, chosen again at load (like the device)
-        # the agents are set up again with the model (_agent_returns: files of earlier versions)
-        # planner_dtype="auto" is decided again at load, on the machine that loads
-        excluded = ["_train_nominal", "_train_visited", "_stats", "_graphed_updates", "cuda_graph", "agents", "_agent_returns"]
-        excluded += ["overlap_updates", "_updates_made", "_log_std_before_updates"]
+        # how to run (cuda_graph, overlap_updates) is chosen again at load, like the device, and planner_dtype="auto"
+        # decided again there; the agents are set up again with the model (_agent_returns: files of earlier versions)
+        excluded = ["_plans", "_stats", "cuda_graph", "agents", "_agent_returns", "overlap_updates", "_ahead"]
         excluded += ["_planner_dtype_in_use", "planner_dtype_timings"]
         return [*super()._excluded_save_params(), *excluded]
 

@@ -2,6 +2,7 @@
 
 import contextlib
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,11 +12,12 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 
-from sb3_maxdiff.common.cuda_graphs import GraphedPlanning
+from sb3_maxdiff.common.cuda_graphs import GraphedPlanning, GraphedUpdates
 from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropySettings, VisitedStates
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel, check_net_arch
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
-from sb3_maxdiff.common.optimizers import AgentAdam
+from sb3_maxdiff.common.optimizers import AgentAdam, ModelUpdate, model_updates
+from sb3_maxdiff.common.precision import choose_planner_dtype
 from sb3_maxdiff.common.utils import check_flag, flushing_denormals
 
 # the seed of the generator that deterministic planning draws its noise from, anew at every call
@@ -124,6 +126,7 @@ class MPPIPolicy(BasePolicy):
         self.n_agents = n_agents
         self.cuda_graph = check_flag("cuda_graph", cuda_graph)
         self._graphs = GraphedPlanning()
+        self._graphed_updates = GraphedUpdates()
         obs_dim, action_dim = int(np.prod(observation_space.shape)), int(action_space.shape[0])  # type: ignore[arg-type,index]
         # the weight of the path entropy lives with it, a buffer of this policy (moved and saved with it)
         self.entropy_bonus = None if path_entropy is None else EntropyBonus(path_entropy, n_agents=n_agents)
@@ -206,6 +209,24 @@ class MPPIPolicy(BasePolicy):
             return self._graphs.plan(self.planner, self.model, obs, nominal, episode_start)
         return self.planner.plan(self.model, obs, nominal, episode_start, history=history)
 
+    def update_model(self, data: Sequence[th.Tensor], batch_size: int, gradient_steps: int) -> list[ModelUpdate]:
+        """
+        ``gradient_steps`` updates of the model on consecutive minibatches of ``batch_size`` rows of the replay draw
+        ``data`` (:func:`~sb3_maxdiff.common.optimizers.model_updates`); with ``cuda_graph``, replayed from a
+        captured graph where that is possible (:class:`~sb3_maxdiff.common.cuda_graphs.GraphedUpdates`).
+        """
+        if self.cuda_graph:
+            return self._graphed_updates.run(self.model, self.optimizer, data, batch_size, gradient_steps)
+        return model_updates(self.model, self.optimizer, data, batch_size, gradient_steps)
+
+    def fastest_planner_dtype(self, n_rows: int) -> tuple[str, dict[str, float]]:
+        """
+        The planner dtype that ``planner_dtype="auto"`` takes for ``n_rows`` planned environments: bfloat16 where this
+        device has it in hardware and it plans this model faster, else float32; with the timings it was chosen on.
+        """
+        obs_dim = int(np.prod(self.observation_space.shape))  # type: ignore[arg-type]
+        return choose_planner_dtype(self.planner, self.model, obs_dim, n_rows)
+
     @property
     def history(self) -> int:
         """How many visited states the path entropy puts ahead of each planned path (0: none, and for NN-MPPI)."""
@@ -222,7 +243,7 @@ class MPPIPolicy(BasePolicy):
 
     def __getstate__(self) -> dict:
         # captured graphs are neither copied nor pickled: a copy captures its own on first use
-        return {**super().__getstate__(), "_graphs": GraphedPlanning()}
+        return {**super().__getstate__(), "_graphs": GraphedPlanning(), "_graphed_updates": GraphedUpdates()}
 
     def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
         # earlier versions kept alpha as a buffer of the policy (NN-MPPI's unused)
