@@ -158,7 +158,7 @@ def _learn_with_checkpoints(
         print(describe_time_limit(args.time_limit), flush=True)
     deadline = Deadline(None if args.time_limit is None else time.time() + args.time_limit)
     every = args.checkpoint_every or CHECKPOINT_EVERY
-    hook = TrainingHook(directory, every, Progress(None), [0], [None], deadline, [logger])
+    hook = TrainingHook(directory, every, Progress(None), deadline, single_shot=[logger])
     with StopRequest.installed():
         result = learn_single_shot(model, args.steps - done, callback=[hook], logger=logger, progress_bar=args.progress_bar)
         reason = hook.deadline.reason()

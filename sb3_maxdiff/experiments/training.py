@@ -18,6 +18,7 @@ import pickle
 import time
 from typing import Any, NamedTuple
 
+import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_maxdiff.common.callbacks import ErgodicityLogger
@@ -98,23 +99,35 @@ def _ergodicity_logger(run_dir: str, spec: RunSpec, env_index: int, steps_before
 
 class TrainingHook(BaseCallback):
     """
-    Progress, each run's episode count and the group's checkpoints (when an episode ends, and when training stops
-    before the time limit: at an episode end where it can, at any step where it must; on a signal, at the next step).
-    A checkpoint asked for at a step is written at the start of the next one, once SB3 has stored the step's
-    transition and made its updates; a stop then ends training at that next step, which is not kept.
+    Progress, each run's episode count and the group's checkpoints: when an episode ends (every ``every`` agent steps
+    at most), and when training must stop (the time limit: at an episode end where it can, at any step where it must;
+    a signal: at the next step).
 
+    SB3 gives a callback two places that matter here, and the flow follows from them. ``_on_step`` comes right after
+    the environments step, before SB3 stores that step's transition and makes its model updates; only there can a
+    callback end training (by returning False), and SB3 then drops the step it was called for. ``_on_rollout_start``
+    comes before the next step is planned, once the last one is stored and learned from. So a step only *asks* for a
+    checkpoint or a stop (:meth:`_on_step`); the checkpoint is written at the start of the next step
+    (:meth:`_on_rollout_start`), where the run is whole; and for a stop, that next step, already taken, is dropped:
+    the run resumes from the checkpoint before it.
+
+    :param episodes: each environment's finished episodes so far (default: none)
+    :param ergodicity: each environment's ergodicity logger, whose visited cells a checkpoint keeps (default: none)
     :param single_shot: the window bookkeeping of a single-shot run (one per agent of a batch): its checkpoints are
         taken at any step (the episode never ends) and keep the environment and the bookkeeping as well
     """
+
+    CHECKPOINT, STOP = "checkpoint", "stop"
 
     def __init__(
         self,
         directory: str,
         every: int,
         progress: Progress,
-        episodes: list[int],
-        ergodicity: list,
         deadline: Deadline | None = None,
+        *,
+        episodes: list[int] | None = None,
+        ergodicity: list | None = None,
         single_shot: list[WindowReturnLogger] | None = None,
     ):
         super().__init__()
@@ -126,7 +139,7 @@ class TrainingHook(BaseCallback):
         self.single_shot = single_shot
         self.last_checkpoint = 0
         self.stopped = False
-        self.pending: str | None = None  # "checkpoint" or "stop", asked for at the last step
+        self.asked: str | None = None  # CHECKPOINT or STOP, asked for by the last step
         self.ended: list[bool] = []  # which environments' episodes ended at the last step
 
     @property
@@ -134,9 +147,12 @@ class TrainingHook(BaseCallback):
         return self.num_timesteps // self.training_env.num_envs
 
     def _on_training_start(self) -> None:
+        n_envs = self.training_env.num_envs
+        self.episodes = [0] * n_envs if self.episodes is None else self.episodes
+        self.ergodicity = [None] * n_envs if self.ergodicity is None else self.ergodicity
         self.last_checkpoint = self.first_step = self.agent_steps
         # the pace is timed after the first quarter of this call's steps: past building, graph captures, compilation
-        to_train = (self.locals.get("total_timesteps", self.num_timesteps) - self.num_timesteps) // self.training_env.num_envs
+        to_train = (self.locals.get("total_timesteps", self.num_timesteps) - self.num_timesteps) // n_envs
         self.timed_after = max(to_train // 4, 1)
 
     def _on_training_end(self) -> None:
@@ -154,34 +170,45 @@ class TrainingHook(BaseCallback):
         return {"late_train_pace": {"agent_steps": end_steps - start_steps, "seconds": end - start}}
 
     def _on_rollout_start(self) -> None:
-        if self.pending is not None:
+        """The last step is stored and learned from: write the checkpoint it asked for (and stop, if it asked to)."""
+        if self.asked is not None:
             self._checkpoint()
-            self.stopped = self.pending == "stop"
-            self.pending = None
+            self.stopped = self.asked == self.STOP
+            self.asked = None
 
     def _on_step(self) -> bool:
         if self.stopped:
-            return False  # this step is not kept: the checkpoint was taken before it
+            return False  # SB3 drops this step: the run resumes from the checkpoint written before it
+        dones = self.locals["dones"]
+        self._count_step(dones)
+        self.asked = self._what_to_ask(dones)
+        return True
+
+    def _count_step(self, dones: np.ndarray) -> None:
+        """The progress bar, the pace's clock, the episodes."""
         for _ in range(self.training_env.num_envs):
             self.progress()
         if not self.clock and self.agent_steps - self.first_step >= self.timed_after:
             self.clock.append((self.agent_steps, time.perf_counter()))
-        dones = self.locals["dones"]
+        assert self.episodes is not None  # made at the start of training
         for index, done in enumerate(dones):
             self.episodes[index] += int(done)
         self.ended = [bool(done) for done in dones]
+
+    def _what_to_ask(self, dones: np.ndarray) -> str | None:
+        """A stop where the time limit or a signal needs one, else a checkpoint where one is due, else nothing."""
         if self.deadline.active:
             ended = dones.any() and self.deadline.episode_ended()
             if ended or self.deadline.left() < self.deadline.reserve():
-                self.pending = "stop"
-                return True
+                return self.STOP
         at_an_end = dones.any() or self.single_shot is not None
         if self.every and at_an_end and self.agent_steps - self.last_checkpoint >= self.every:
-            self.pending = "checkpoint"
-        return True
+            return self.CHECKPOINT
+        return None
 
     def _checkpoint(self) -> None:
         start = time.time()
+        assert self.episodes is not None and self.ergodicity is not None  # made at the start of training
         visited = [sorted(logger.visited) if logger is not None else [] for logger in self.ergodicity]
         run_state = None
         if self.single_shot is not None:
@@ -300,7 +327,7 @@ def _train_single_shot(specs: list[RunSpec], out: str, progress: Progress, optio
     model, done = _build_or_resume_single_shot(specs, run_dirs, directory, windows, options)
     n = len(specs)
     deadline = Deadline(options.deadline)
-    hook = TrainingHook(directory, specs[0].checkpoint_every, progress, [0] * n, [None] * n, deadline, windows)
+    hook = TrainingHook(directory, specs[0].checkpoint_every, progress, deadline, single_shot=windows)
     if batched:
         model.learn(n * (specs[0].steps - done), callback=[*windows, hook], reset_num_timesteps=done == 0)
     else:
@@ -379,7 +406,10 @@ def train_group(specs: list[RunSpec], out: str, progress: Progress, options: Exe
         _ergodicity_logger(run_dir, spec, index, done, cells)
         for index, (run_dir, spec, cells) in enumerate(zip(run_dirs, specs, visited))
     ]
-    hook = TrainingHook(directory, specs[0].checkpoint_every, progress, list(episodes), ergodicity, Deadline(options.deadline))
+    deadline = Deadline(options.deadline)
+    hook = TrainingHook(
+        directory, specs[0].checkpoint_every, progress, deadline, episodes=list(episodes), ergodicity=ergodicity
+    )
     # the diagnostics see an episode's end before the checkpoint is written
     callbacks = [logger for logger in ergodicity if logger is not None] + [hook]
     model.learn(len(specs) * (specs[0].steps - done), callback=callbacks, reset_num_timesteps=done == 0)
