@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
+from sb3_maxdiff.common.mppi import PlannerSettings
 from sb3_maxdiff.nnmppi.policies import MPPIPolicy
 
 POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
@@ -89,7 +90,7 @@ def test_policy_built_directly_checks_its_planner(planner_kwargs, match):
     env = gym.make(POINT_MASS)
     settings = {**dict(horizon=5, n_samples=8, temperature=0.5, noise_std=0.3), **planner_kwargs}
     with pytest.raises(ValueError, match=match):
-        MPPIPolicy(env.observation_space, env.action_space, lambda _: 1e-3, planner_kwargs=settings)
+        MPPIPolicy(env.observation_space, env.action_space, lambda _: 1e-3, planner_settings=PlannerSettings(**settings))
 
 
 def test_bad_policy_name():

@@ -174,10 +174,6 @@ class PathEntropySettings:
         return window_covariances(paths, weights, self.window)
 
 
-# the name saved models of earlier versions refer to (their policy_kwargs hold one)
-PathEntropy = PathEntropySettings
-
-
 class EntropyBonus(nn.Module):
     """
     The MaxDiff term of the planner's sample scores, ``alpha * S`` for each predicted path, with its weight:

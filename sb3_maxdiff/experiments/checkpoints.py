@@ -120,7 +120,7 @@ def continue_episode(model: Any, streams: dict[str, Any], state: dict[str, Any])
     """
     vec_env = model.get_env()
     vec_env.reset()  # a new environment steps only once reset: the reset is then overwritten
-    environments = state["environments"] if "environments" in state else [state["environment"]]  # or an older form
+    environments = state["environments"]
     if len(environments) != len(vec_env.envs):
         raise ValueError(f"the checkpoint holds {len(environments)} environments, the model has {len(vec_env.envs)}")
     for env, env_state in zip(vec_env.envs, environments):
@@ -165,15 +165,10 @@ def save_checkpoint(
 
 def read_checkpoint(directory: str, n_runs: int) -> dict[str, Any]:
     """
-    The checkpoint pointer with per-run lists (``episodes``, ``visited_cells``); reads the older form of a
-    single run's pointer too (a number of episodes, one list of cells, no ``agent_timesteps``).
+    The checkpoint pointer, with per-run lists (``episodes``, ``visited_cells``) checked against ``n_runs``.
     """
     with open(os.path.join(directory, CHECKPOINT_FILE)) as file:
         checkpoint = json.load(file)
-    if isinstance(checkpoint["episodes"], int):
-        checkpoint["episodes"] = [checkpoint["episodes"]]
-        checkpoint["visited_cells"] = [checkpoint.get("visited_cells", [])]
-        checkpoint.setdefault("agent_timesteps", checkpoint["timesteps"])
     if len(checkpoint["episodes"]) != n_runs:
         raise ValueError(f"the checkpoint in {directory} holds {len(checkpoint['episodes'])} runs, expected {n_runs}")
     return checkpoint
@@ -198,8 +193,7 @@ def load_single_shot_checkpoint(
     with open(f"{stem}_run_state.pkl", "rb") as file:
         run_state = pickle.load(file)
     continue_episode(model, streams, run_state["episode"])
-    kept = run_state["windows"] if isinstance(run_state["windows"], list) else [run_state["windows"]]  # or older form
-    for logger, state in zip(windows, kept, strict=True):
+    for logger, state in zip(windows, run_state["windows"], strict=True):
         logger.restore(state)
     return model, checkpoint["agent_timesteps"]
 

@@ -253,11 +253,8 @@ def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, 
         model = algo.load(f"{stem}.zip", env=env, device=first.device, **options.model_kwargs(algo))
         model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
         done, episodes, visited = checkpoint["agent_timesteps"], checkpoint["episodes"], checkpoint["visited_cells"]
-        if os.path.exists(f"{stem}_random_state.pkl"):
-            with open(f"{stem}_random_state.pkl", "rb") as file:
-                exact = restore_random_state(model, pickle.load(file))
-        else:  # a checkpoint of an earlier version
-            exact = False
+        with open(f"{stem}_random_state.pkl", "rb") as file:
+            exact = restore_random_state(model, pickle.load(file))
         for run_dir, kept in zip(run_dirs, episodes):
             # another kind of device computes differently: the run goes on, but not as it would have
             same_device = last_device_type(run_dir, done) == model.device.type

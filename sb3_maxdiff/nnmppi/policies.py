@@ -77,8 +77,6 @@ class MPPIPolicy(BasePolicy):
     :param cuda_graph: on a CUDA device, capture each planning call as a CUDA graph on first use and replay
         it (:class:`~sb3_maxdiff.common.cuda_graphs.GraphedPlanning`); elsewhere it has no effect
     :param normalize_images: kept for SB3 compatibility (observations are used as they are)
-    :param planner_kwargs: the planner's settings and ``path_entropy`` in one dict, as policies saved by earlier
-        versions hold them (instead of ``planner_settings`` and ``path_entropy``)
     """
 
     def __init__(
@@ -98,14 +96,7 @@ class MPPIPolicy(BasePolicy):
         n_agents: int | None = None,
         cuda_graph: bool = False,
         normalize_images: bool = True,
-        planner_kwargs: dict[str, Any] | None = None,
     ):
-        if planner_kwargs is not None:
-            if planner_settings is not None or path_entropy is not None:
-                raise ValueError("pass either planner_kwargs (of earlier versions) or planner_settings and path_entropy")
-            planner_kwargs = dict(planner_kwargs)
-            path_entropy = planner_kwargs.pop("path_entropy", None)
-            planner_settings = PlannerSettings(**planner_kwargs)
         if optimizer_kwargs is None:
             # the paper's weight decay; the fused Adam kernel saves ~70% of the optimizer time
             optimizer_kwargs = {"weight_decay": 1e-4, "fused": optimizer_class is th.optim.Adam and n_agents is None}
