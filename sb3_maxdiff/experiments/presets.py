@@ -10,7 +10,7 @@ for the matching Gymnasium task (:mod:`~sb3_maxdiff.experiments.zoo_files`).
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from sb3_maxdiff.envs import ANT, HALF_CHEETAH, POINT_MASS_BETAS, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
 from sb3_maxdiff.experiments.zoo_files import SAC_ZOO, literal_policy_kwargs, rl_zoo_kwargs
@@ -140,6 +140,21 @@ def preset_cell(setting: str, method: str, env_id: str, **cell_kwargs: Any) -> C
     return Cell(setting, method, env_id, **cell_kwargs, family=env.family, ergodicity=ergodicity)
 
 
+class PublishedFinal(NamedTuple):
+    """A final evaluation the paper reports for one cell: mean and std over the authors' seeds."""
+
+    mean: float
+    std: float
+
+
+class PublishedFinals(NamedTuple):
+    """The paper's final evaluations of one setting, one per method."""
+
+    maxdiff: PublishedFinal
+    nnmppi: PublishedFinal
+    sac: PublishedFinal
+
+
 @dataclasses.dataclass(frozen=True)
 class Preset:
     """An experiment of the paper: its cells, the figure it reproduces, and the published numbers."""
@@ -148,7 +163,7 @@ class Preset:
     figure: str
     cells: tuple[Cell, ...]
     # (setting, method) -> (mean, std) of the published final evaluation
-    published_final: dict[tuple[str, str], tuple[float, float]] = dataclasses.field(default_factory=dict)
+    published_final: dict[tuple[str, str], PublishedFinal] = dataclasses.field(default_factory=dict)
     # (setting, method) -> {steps: mean training return over seeds (window return for single-shot runs)}
     published_curve: dict[tuple[str, str], dict[int, float]] = dataclasses.field(default_factory=dict)
     # single-shot: (setting, method) -> {steps: mean over seeds of the distance travelled along x by then}
@@ -190,11 +205,13 @@ def _single_shot_cells(
     )
 
 
+_P = PublishedFinal
+# the point mass's final evaluations by beta (Fig. 1)
 _PM_FINAL = {
-    "1": (-56.5, 8.5, -24.1, 3.3, -127.0, 25.9),
-    "0.1": (-62.6, 23.9, -44.5, 9.1, -165.2, 31.8),
-    "0.01": (-269.9, 257.0, -355.0, 322.0, -646.2, 300.0),
-    "0.001": (-629.6, 278.0, -862.0, 217.0, -975.4, 100.0),
+    "1": PublishedFinals(maxdiff=_P(-56.5, 8.5), nnmppi=_P(-24.1, 3.3), sac=_P(-127.0, 25.9)),
+    "0.1": PublishedFinals(maxdiff=_P(-62.6, 23.9), nnmppi=_P(-44.5, 9.1), sac=_P(-165.2, 31.8)),
+    "0.01": PublishedFinals(maxdiff=_P(-269.9, 257.0), nnmppi=_P(-355.0, 322.0), sac=_P(-646.2, 300.0)),
+    "0.001": PublishedFinals(maxdiff=_P(-629.6, 278.0), nnmppi=_P(-862.0, 217.0), sac=_P(-975.4, 100.0)),
 }
 _PM_CURVE = {
     ("beta=0.01", "maxdiff"): {10_000: -560.0, 20_000: -385.0},
@@ -204,7 +221,11 @@ _PM_CURVE = {
     ("beta=1", "nnmppi"): {10_000: -49.0, 20_000: -40.0},
     ("beta=1", "sac"): {10_000: -467.0, 20_000: -266.0},
 }
-_SWIMMER_FINAL = {"heavy": (151.7, 11.2, 33.6, 10.6, 33.5, 17.7), "light": (375.3, 10.2, 331.7, 100.0, 96.4, 20.4)}
+# the Swimmer's final evaluations by tail (Fig. 3), after 1M steps
+_SWIMMER_FINAL = {
+    "heavy": PublishedFinals(maxdiff=_P(151.7, 11.2), nnmppi=_P(33.6, 10.6), sac=_P(33.5, 17.7)),
+    "light": PublishedFinals(maxdiff=_P(375.3, 10.2), nnmppi=_P(331.7, 100.0), sac=_P(96.4, 20.4)),
+}
 # the paper's alpha sweep on the heavy-tail swimmer (Fig. 3b): mean final evaluation over the authors' 10 seeds after
 # 1M steps, from their raw data, per alpha (NN-MPPI: 33.6)
 SWIMMER_ALPHA_PUBLISHED = {1.0: 35.4, 5.0: 36.7, 10.0: 57.0, 50.0: 145.9, 100.0: 151.7, 500.0: -36.3, 1000.0: -84.7}
@@ -243,11 +264,12 @@ _SINGLE_SHOT_SWIMMER_MAXDIFF = {"alpha": 50.0, "window": True}
 TERMINAL_VALUE_PLANNER = {"horizon": 10, "terminal_value": True, "gamma": 0.99}
 
 
-def _final_table(numbers: Mapping[str, tuple[float, ...]], setting_format: str) -> dict[tuple[str, str], tuple[float, float]]:
+def _final_table(numbers: Mapping[str, PublishedFinals], setting_format: str) -> dict[tuple[str, str], PublishedFinal]:
+    """The published finals by (setting, method), each setting named by ``setting_format``."""
     return {
-        (setting_format.format(key), method): (values[2 * index], values[2 * index + 1])
-        for key, values in numbers.items()
-        for index, method in enumerate(METHODS)
+        (setting_format.format(key), method): final
+        for key, finals in numbers.items()
+        for method, final in finals._asdict().items()
     }
 
 
