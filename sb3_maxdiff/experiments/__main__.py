@@ -32,8 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=list(COMMANDS), help="what to do")
     parser.add_argument("options", nargs=argparse.REMAINDER, help="the command's options")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    code = COMMANDS[args.command](args.options, prog=f"python -m sb3_maxdiff.experiments {args.command}")
-    return code if isinstance(code, int) else 0
+    return COMMANDS[args.command](args.options, prog=f"python -m sb3_maxdiff.experiments {args.command}")
 
 
 if __name__ == "__main__":

@@ -63,7 +63,8 @@ def append_transfer_csv(path: str, model_path: str, algo: str, env_id: str, seed
             writer.writerow((model_path, algo, env_id, seed, episode, repr(episode_return)))
 
 
-def main(argv: list[str] | None = None, prog: str | None = None) -> TransferResult:
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """The ``transfer`` command; its exit status."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algo", required=True, choices=sorted(ALGOS))
     parser.add_argument("--model", required=True, help="path of the saved model (.zip)")
@@ -78,4 +79,4 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> TransferResu
     print(f"{args.env}: episode return {result.mean:.2f} +/- {result.std:.2f} over {len(result.returns)} episodes")
     if args.csv is not None:
         append_transfer_csv(args.csv, args.model, args.algo, args.env, args.seed, result)
-    return result
+    return 0
