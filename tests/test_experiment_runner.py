@@ -238,7 +238,7 @@ def test_single_shot_smoke_and_report(tmp_path):
     assert "| swimmer | MaxDiff | 2 |" in report and "terminal window return" in report
     assert (tmp_path / "single-shot" / "smoke" / "single_shot_final.png").exists()
 
-    from sb3_maxdiff.experiments.episodes import per_seed_values
+    from sb3_maxdiff.experiments.tables import per_seed_values
 
     windows = str(tmp_path / "windows.csv")
     assert experiments_main(["export", out, "--out", windows]) == 0
@@ -538,7 +538,7 @@ def test_swimmer_runs_record_ergodicity_and_sac_zoo_runs(tmp_path):
             "sb3_maxdiff/Swimmer-heavy-v0"
         ][0]
     )
-    from sb3_maxdiff.experiments.episodes import per_seed_values
+    from sb3_maxdiff.experiments.tables import per_seed_values
 
     values = per_seed_values(episodes, [200], full_length=100)
     assert values["last episode at 200"]["maxdiff"][0] == float(train[1]["return"])

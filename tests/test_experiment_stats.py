@@ -227,7 +227,7 @@ def test_mann_whitney_exact_two_sided():
 
 
 def test_tabulate_reads_episode_ends_when_lengths_are_missing(tmp_path):
-    from sb3_maxdiff.experiments.episodes import per_seed_values, tabulate
+    from sb3_maxdiff.experiments.tables import per_seed_values, tabulate
 
     path = tmp_path / "authors.csv"
     # seed 1's first episode is cut short at 150 steps: the best return, but not a full-length one
@@ -244,7 +244,7 @@ def test_tabulate_reads_episode_ends_when_lengths_are_missing(tmp_path):
 
 
 def test_tabulate_counts_the_episodes_export_marked_full_length(tmp_path):
-    from sb3_maxdiff.experiments.episodes import per_seed_values
+    from sb3_maxdiff.experiments.tables import per_seed_values
 
     path = tmp_path / "episodes.csv"
     # episodes of 200 steps that export marked as full-length (an environment whose episodes are 200 steps long)
@@ -258,7 +258,7 @@ def test_tabulate_counts_the_episodes_export_marked_full_length(tmp_path):
 
 
 def test_tabulate_names_the_columns_a_foreign_file_lacks(tmp_path):
-    from sb3_maxdiff.experiments.episodes import tabulate
+    from sb3_maxdiff.experiments.tables import tabulate
 
     path = tmp_path / "other.csv"
     path.write_text("variant,seed,episode,return\nx,0,0,-5\n")
@@ -267,7 +267,8 @@ def test_tabulate_names_the_columns_a_foreign_file_lacks(tmp_path):
 
 
 def test_tabulate_compares_a_method_across_settings_of_several_files(tmp_path, capsys):
-    from sb3_maxdiff.experiments.episodes import per_seed_values, tabulate_main
+    from sb3_maxdiff.experiments.episode_commands import tabulate_main
+    from sb3_maxdiff.experiments.tables import per_seed_values
 
     rows = {
         "sweep.csv": ["setting,method,seed,episode,steps,return,length,kind", "alpha=1,maxdiff,0,0,1000,-5,1000,train",
@@ -297,8 +298,9 @@ def test_tabulate_compares_a_method_across_settings_of_several_files(tmp_path, c
 
 
 def test_window_mean_averages_the_last_episodes_finished_by_the_step(tmp_path, capsys):
-    from sb3_maxdiff.experiments.episodes import per_seed_values, tabulate_main
+    from sb3_maxdiff.experiments.episode_commands import tabulate_main
     from sb3_maxdiff.experiments.results import window_mean
+    from sb3_maxdiff.experiments.tables import per_seed_values
 
     ends, returns = np.array([1000, 2000, 3000, 4000]), np.array([10.0, 20.0, 30.0, 70.0])
     assert window_mean(ends, returns, 3999, 2) == 25.0  # episodes ending at 2000 and 3000; 4000 not yet finished
@@ -318,7 +320,8 @@ def test_window_mean_averages_the_last_episodes_finished_by_the_step(tmp_path, c
 
 
 def test_tabulate_reads_the_files_of_transfer_by_environment(tmp_path, capsys):
-    from sb3_maxdiff.experiments.episodes import per_seed_values, tabulate_main
+    from sb3_maxdiff.experiments.episode_commands import tabulate_main
+    from sb3_maxdiff.experiments.tables import per_seed_values
     from sb3_maxdiff.experiments.transfer import TransferResult, append_transfer_csv
 
     path = str(tmp_path / "transfer.csv")
@@ -336,7 +339,8 @@ def test_tabulate_reads_the_files_of_transfer_by_environment(tmp_path, capsys):
 
 
 def test_tabulate_reads_single_shot_windows_at_the_step_counts(tmp_path):
-    from sb3_maxdiff.experiments.episodes import WINDOW_COLUMNS, per_seed_values, tabulate
+    from sb3_maxdiff.experiments.episodes import WINDOW_COLUMNS
+    from sb3_maxdiff.experiments.tables import per_seed_values, tabulate
 
     path = tmp_path / "windows.csv"
     rows = [",".join(WINDOW_COLUMNS)]

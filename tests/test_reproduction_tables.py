@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 import torch as th
 
-from sb3_maxdiff.experiments.episodes import DIAGNOSTICS, SETTING_SEPARATOR, per_seed_values
+from sb3_maxdiff.experiments.episodes import DIAGNOSTICS, SETTING_SEPARATOR
 from sb3_maxdiff.experiments.stats import mann_whitney_pvalue, welch_ttest
+from sb3_maxdiff.experiments.tables import per_seed_values
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 METHODS = {

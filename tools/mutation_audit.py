@@ -49,6 +49,7 @@ OPTIONS = "sb3_maxdiff/experiments/options.py"
 STATS = "sb3_maxdiff/experiments/stats.py"
 RESULTS = "sb3_maxdiff/experiments/results.py"
 EPISODES = "sb3_maxdiff/experiments/episodes.py"
+TABLES = "sb3_maxdiff/experiments/tables.py"
 SYNTHESIS = "sb3_maxdiff/synthesis/controller.py"
 SYSTEMS = "sb3_maxdiff/synthesis/systems.py"
 VEC_ENV = "sb3_maxdiff/common/vec_env.py"
@@ -396,17 +397,17 @@ MUTANTS = [
     Mutant("running_max_counts_short_episodes", RESULTS, "np.where(eligible, values, -np.inf)", "values.copy()"),
     Mutant("window_mean_one_more", RESULTS, "max(0, finished - window)", "max(0, finished - window - 1)"),
     Mutant("episode_ends_ignore_resumes", RESULTS, 'resume["agent_timesteps"] - (ends[kept - 1] if kept else 0)', "0"),
-    Mutant("a_file_given_twice_counts_twice", EPISODES, "    if repeated:\n", "    if False:\n"),
-    Mutant("a_seed_in_two_files_is_mixed", EPISODES, "if source.setdefault(key, path) != path:",
+    Mutant("a_file_given_twice_counts_twice", TABLES, "    if repeated:\n", "    if False:\n"),
+    Mutant("a_seed_in_two_files_is_mixed", TABLES, "if source.setdefault(key, path) != path:",
            "if source.setdefault(key, path) != path and False:"),
-    Mutant("evaluation_median_not_mean", EPISODES, "float(np.mean(evaluations[(method, seed)]))",
+    Mutant("evaluation_median_not_mean", TABLES, "float(np.mean(evaluations[(method, seed)]))",
            "float(np.median(evaluations[(method, seed)]))"),
-    Mutant("return_so_far_is_last_window", EPISODES, '"return so far": np.cumsum(window_returns)',
+    Mutant("return_so_far_is_last_window", TABLES, '"return so far": np.cumsum(window_returns)',
            '"return so far": window_returns'),
     Mutant("merge_keeps_stale_rows", EPISODES, "if _run_key(row) not in exported]", "]"),
     Mutant("merge_unsorted", EPISODES, "return sorted(merged, key=_run_key)", "return merged"),
     Mutant("export_full_length_strict", EPISODES, "int(length >= episode_length(spec))", "int(length > episode_length(spec))"),
-    Mutant("read_full_length_flags_ignored", EPISODES, "if full_length is None and all(",
+    Mutant("read_full_length_flags_ignored", TABLES, "if full_length is None and all(",
            "if full_length is None and False and all("),
     Mutant("export_transfer_as_own_eval", EPISODES, 'kind = "eval" if env_id == spec.env_id else f"eval {env_id}"',
            'kind = "eval"'),
@@ -443,7 +444,7 @@ TESTS = [
     "tests/test_batches_and_time_limit.py",
 ]
 # the tests of the statistics and readers; they run first for a mutant of these files (and last for the others)
-ANALYSIS_FILES = (STATS, RESULTS, EPISODES)
+ANALYSIS_FILES = (STATS, RESULTS, EPISODES, TABLES)
 ANALYSIS_TESTS = [
     "tests/test_experiment_stats.py",
     "tests/test_reproduction_tables.py",

@@ -7,7 +7,8 @@ Experiment tooling, by concern:
   evaluated), ``options``, ``batching``, ``training``, ``checkpoints``, ``environments``, ``single_shot``,
   ``single_shot_command``, ``transfer``;
 - reading the results: ``results`` (finished runs read back), ``stats`` (one std, ddof 1), ``report``, ``episodes``
-  (per-episode CSV export and ``tabulate``).
+  (the per-episode CSV export), ``tables`` (the ``tabulate`` tables from those files), ``episode_commands`` (the
+  ``export`` and ``tabulate`` commands).
 """
 
 from sb3_maxdiff.experiments.algos import ALGOS, get_algo

@@ -3,13 +3,13 @@
 import argparse
 import sys
 
-from sb3_maxdiff.experiments import episodes, report, runner, single_shot_command, transfer
+from sb3_maxdiff.experiments import episode_commands, report, runner, single_shot_command, transfer
 
 COMMANDS = {
     "run": runner.main,
     "report": report.main,
-    "export": episodes.export_main,
-    "tabulate": episodes.tabulate_main,
+    "export": episode_commands.export_main,
+    "tabulate": episode_commands.tabulate_main,
     "single-shot": single_shot_command.main,
     "transfer": transfer.main,
 }
