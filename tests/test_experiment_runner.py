@@ -588,17 +588,6 @@ def test_runs_are_grouped_by_cell_only_when_batching():
         execute_group([spec for spec in specs if spec.method == "sac"][:2], "unused")
 
 
-def test_a_checkpoint_of_an_earlier_version_is_read(tmp_path):
-    """A single run's checkpoint pointer as earlier versions wrote it (a number of episodes, one list of cells)."""
-    from sb3_maxdiff.experiments.checkpoints import read_checkpoint
-
-    (tmp_path / "checkpoint.json").write_text(json.dumps({"timesteps": 200, "episodes": 2, "visited_cells": [[1, 2]]}))
-    checkpoint = read_checkpoint(str(tmp_path), 1)
-    assert checkpoint == {"timesteps": 200, "agent_timesteps": 200, "episodes": [2], "visited_cells": [[[1, 2]]]}
-    with pytest.raises(ValueError, match="holds 1 runs, expected 2"):
-        read_checkpoint(str(tmp_path), 2)
-
-
 def test_the_run_spec_is_not_changed_by_training(tmp_path):
     """SB3 writes into the policy_kwargs it is given: the runner passes a copy, so result.json has the spec as run."""
     (spec,) = build_specs("point-mass-beta", "smoke", [0], settings=["beta=1"], methods=["sac"])

@@ -52,7 +52,8 @@ def test_sb3_calls_the_log_hook_this_package_overrides():
 # the SB3 methods the algorithms and the policy extend; SB3 calls them by these names
 SB3_HOOKS = {
     "NNMPPI": ["_excluded_save_params", "_get_torch_save_params", "_sample_action", "_setup_learn", "_setup_model",
-               "_store_transition", "dump_logs", "learn", "load", "set_env", "train"],
+               "_store_transition", "dump_logs", "learn", "load", "train"],
+    "IndependentAgentsMixin": ["set_env"],
     "MaxDiffMPPI": ["_excluded_save_params", "_setup_model", "learn", "set_parameters"],
     "MPPIPolicy": ["_get_constructor_parameters", "_load_from_state_dict", "_predict", "forward", "predict"],
 }  # fmt: skip
@@ -64,8 +65,10 @@ def test_the_methods_extended_are_still_sb3s():
     from stable_baselines3.common.policies import BasePolicy
 
     from sb3_maxdiff import NNMPPI, MaxDiffMPPI
+    from sb3_maxdiff.common.agents import IndependentAgentsMixin
     from sb3_maxdiff.nnmppi.policies import MPPIPolicy
 
-    for cls, base in ((NNMPPI, OffPolicyAlgorithm), (MaxDiffMPPI, OffPolicyAlgorithm), (MPPIPolicy, BasePolicy)):
+    algorithms = [(cls, OffPolicyAlgorithm) for cls in (NNMPPI, MaxDiffMPPI, IndependentAgentsMixin)]
+    for cls, base in (*algorithms, (MPPIPolicy, BasePolicy)):
         for name in SB3_HOOKS[cls.__name__]:
             assert name in vars(cls) and hasattr(base, name), f"{cls.__name__}.{name}"
