@@ -156,14 +156,13 @@ class StreamingReplay:
             frames = encoder.stdin
             if frames is None:  # Popen with stdin=PIPE always has one; for the type checker
                 raise RuntimeError("ffmpeg's input is not a pipe")
+            frames.write(np.asarray(frame, dtype=np.uint8).tobytes())
             with tqdm(total=video_length, unit="step", desc="replay video", file=sys.stderr) as bar:
                 for _ in range(video_length):
-                    frames.write(np.ascontiguousarray(frame, dtype=np.uint8).tobytes())
                     action, _ = model.predict(obs, deterministic=is_deterministic)
                     obs, _, _, _ = eval_env.step(action)
-                    frame = np.asarray(eval_env.render())
+                    frames.write(np.asarray(eval_env.render(), dtype=np.uint8).tobytes())
                     bar.update(1)
-                frames.write(np.ascontiguousarray(frame, dtype=np.uint8).tobytes())
             frames.close()
             if encoder.wait() != 0:
                 raise RuntimeError(f"ffmpeg exited with status {encoder.returncode}")
