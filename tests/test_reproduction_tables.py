@@ -842,3 +842,30 @@ def test_single_shot_jitter_twenty_seed_reading_is_that_of_its_csvs():
         assert [int(shown.group(1)), int(shown.group(2))] == swim, label
         assert_pvalue_shown_as(fisher, shown.group(3), f"Fisher, {label}")
         assert_pvalue_shown_as(mann_whitney, shown.group(4), f"Mann-Whitney, {label}")
+
+
+def test_terminal_value_arm_v_table_and_test_are_those_of_the_csvs():
+    """Arm V (10-step MaxDiff with the learned terminal value) per seed, and test 1 against the 40-step MaxDiff's 10 seeds."""
+    steps = [10_000, 20_000, 50_000, 100_000]
+    values = per_seed_values(str(REPRODUCTION / "swimmer_heavy_value_100k.csv"), steps, by_setting=True)
+    arm_v = "maxdiff@H=10 value"
+    header, rows = table_after("| seed, 10-step MaxDiff with the value |")
+    quantities = [f"last episode at {at:,}" for at in steps] + ["running max at 100,000", EVALUATION]
+    assert header[1:] == ["10k", "20k", "50k", "100k", "running max 100k", "final eval"]
+    assert [row[0] for row in rows] == ["0", "1", "2", "3", "4", "mean +/- std"]
+    for seed, *cells in rows:
+        for quantity, cell in zip(quantities, cells):
+            per_seed = [values[quantity][arm_v][index] for index in range(5)]
+            if seed.isdigit():
+                assert_shown_as(per_seed[int(seed)], cell, f"arm V {quantity}, seed {seed}")
+            else:
+                assert_mean_std_shown_as(per_seed, cell, f"arm V {quantity}")
+    forty_step = merged_values(["swimmer_heavy_retrain_50k.csv", "swimmer_heavy_seeds5_9_50k.csv"], [50_000])
+    x = list(values["last episode at 50,000"][arm_v].values())
+    y = list(forty_step["last episode at 50,000"]["maxdiff"].values())
+    assert (len(x), len(y)) == (5, 10)
+    _, rows = table_after("| V against | training return at 50k")
+    assert [row[0] for row in rows] == ["P, the 40-step MaxDiff, 10 seeds (5 against 10)"]
+    rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", rows[0][1]).groups()
+    assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, "arm V against P at 50k")
+    assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, "arm V against P at 50k (Welch)")
