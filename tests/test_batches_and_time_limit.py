@@ -17,8 +17,8 @@ from sb3_maxdiff.experiments.__main__ import main as experiments_main
 from sb3_maxdiff.experiments.arguments import describe_time_limit, duration_seconds
 from sb3_maxdiff.experiments.batching import batch_dir, batch_kwargs, group_runs
 from sb3_maxdiff.experiments.execution import execute_group
-from sb3_maxdiff.experiments.options import Deadline, EvaluationClock, ExecutionOptions, TimeLimitReached
-from sb3_maxdiff.experiments.runner import EXIT_TIME_LIMIT, ProgressDisplay
+from sb3_maxdiff.experiments.options import EXIT_TIME_LIMIT, Deadline, EvaluationClock, ExecutionOptions, TimeLimitReached
+from sb3_maxdiff.experiments.runner import ProgressDisplay
 from sb3_maxdiff.experiments.specs import RunSpec, build_specs, is_finished
 from sb3_maxdiff.experiments.training import training_steps_done
 from sb3_maxdiff.nnmppi.policies import MPPIPolicy

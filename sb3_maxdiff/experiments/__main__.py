@@ -3,10 +3,10 @@
 import argparse
 import sys
 
-from sb3_maxdiff.experiments import episode_commands, report, runner, single_shot_command, transfer
+from sb3_maxdiff.experiments import episode_commands, report, run_command, single_shot_command, transfer
 
 COMMANDS = {
-    "run": runner.main,
+    "run": run_command.main,
     "report": report.main,
     "export": episode_commands.export_main,
     "tabulate": episode_commands.tabulate_main,
