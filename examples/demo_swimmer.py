@@ -143,17 +143,20 @@ def shots(states: np.ndarray, render: bool) -> list[np.ndarray]:
 
 def run_kept_agents(steps: int, seed: int, frames_at: list[int], jobs: int) -> dict[str, list[dict]]:
     """
-    One episode of every kept agent from the same start, ``jobs`` at a time in processes of their own; frames of
-    each method's first agent only. method -> its agents' episodes, each with its run and seed.
+    One episode of every kept agent from the same start, ``jobs`` at a time in processes of their own (one: in this
+    process); frames of each method's first agent only. method -> its agents' episodes, each with its run and seed.
     """
     tasks = [
         (name, run, run_seed, path, frames_at if index == 0 else [])
         for name, kept in MODELS.items()
         for index, (run, run_seed, path) in enumerate(kept)
     ]
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(run_episode, name, path, steps, seed, frames) for name, _, _, path, frames in tasks]
-        done = [future.result() for future in futures]
+    if jobs == 1:
+        done = [run_episode(name, path, steps, seed, frames) for name, _, _, path, frames in tasks]
+    else:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(run_episode, name, path, steps, seed, frames) for name, _, _, path, frames in tasks]
+            done = [future.result() for future in futures]
     episodes: dict[str, list[dict]] = defaultdict(list)
     for (name, run, run_seed, _, _), episode in zip(tasks, done):
         episodes[name].append({**episode, "run": run, "seed": run_seed})
@@ -400,7 +403,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000, help="with --replay: episode length (the env's is 1000)")
     parser.add_argument("--seed", type=int, default=0, help="with --replay: seed of the start state and the planner's noise")
     parser.add_argument("--frames", type=int, default=5, help="with --replay: filmstrip frames per swimmer")
-    parser.add_argument("--jobs", type=int, default=2, help="with --replay: processes running the kept agents' episodes")
+    parser.add_argument("--jobs", type=int, default=2, help="with --replay: processes running the kept agents' episodes (1: this one)")
     parser.add_argument("--no-render", action="store_true", help="draw the bodies' positions instead of MuJoCo frames")
     parser.add_argument(
         "--train-steps", type=int, default=0, help="steps of a live MaxDiff training on the point mass (default 0: none)"

@@ -1,9 +1,11 @@
 """Models with known answers for the planner tests."""
 
+import contextlib
 import importlib.util
 import random
 import runpy
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -79,24 +81,22 @@ TINY: dict[str, Any] = dict(horizon=5, n_samples=16, learning_starts=20, batch_s
 SUBPROCESS_TIMEOUT = 1800
 
 
-def run_script(path: Path, args: list[str]) -> dict:
+@contextlib.contextmanager
+def process_state_kept(argv: list[str] | None = None, path_first: str | None = None) -> Iterator[None]:
     """
-    Run a script of this repository in this process, as ``python path *args`` runs it (its ``__main__`` block, its
-    folder first on ``sys.path``), without a new interpreter's imports. What it prints goes to pytest's capture; a
-    ``SystemExit`` with a non-zero code propagates. The torch thread count, the flushing of denormals and the global
-    random states it may set are put back afterwards, so that the tests that follow in this process see no change.
-    Returns the script's globals as it ended (empty where it exited with status 0 before its end).
+    Run a command's ``main`` in this process as if in its own: ``sys.argv`` set to ``argv`` (where given) and
+    ``path_first`` put first on ``sys.path``, then these, the torch thread count, the flushing of denormals and the
+    global random states it may set are put back, so that the tests that follow in this process see no change.
     """
     saved_argv, saved_path = sys.argv, list(sys.path)
     threads, flushing = th.get_num_threads(), flush_denormal_enabled()
     states = th.get_rng_state(), np.random.get_state(), random.getstate()
-    sys.argv, sys.path[:0] = [str(path), *args], [str(Path(path).parent)]
+    if argv is not None:
+        sys.argv = argv
+    if path_first is not None:
+        sys.path[:0] = [path_first]
     try:
-        return runpy.run_path(str(path), run_name="__main__")
-    except SystemExit as exit_info:
-        if exit_info.code not in (None, 0):
-            raise
-        return {}
+        yield
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         th.set_num_threads(threads)
@@ -104,6 +104,22 @@ def run_script(path: Path, args: list[str]) -> dict:
         th.set_rng_state(states[0])
         np.random.set_state(states[1])
         random.setstate(states[2])
+
+
+def run_script(path: Path, args: list[str]) -> dict:
+    """
+    Run a script of this repository in this process, as ``python path *args`` runs it (its ``__main__`` block, its
+    folder first on ``sys.path``), without a new interpreter's imports, and with the process's state kept (see
+    :func:`process_state_kept`). What it prints goes to pytest's capture; a ``SystemExit`` with a non-zero code
+    propagates. Returns the script's globals as it ended (empty where it exited with status 0 before its end).
+    """
+    with process_state_kept([str(path), *args], str(Path(path).parent)):
+        try:
+            return runpy.run_path(str(path), run_name="__main__")
+        except SystemExit as exit_info:
+            if exit_info.code not in (None, 0):
+                raise
+            return {}
 
 
 def load_tool(name: str) -> ModuleType:

@@ -16,13 +16,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-def test_demo_runs_with_a_tiny_budget(tmp_path):
-    steps = 300  # fewer than an episode's 1000: the episodes that end are those that left the box
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "demo_point_mass.py"), "--steps", str(steps), "--samples", "50",
-         "--out", str(tmp_path)],
-        check=True, timeout=SUBPROCESS_TIMEOUT, capture_output=True, text=True,
-    ).stdout  # fmt: skip
+def test_demo_runs_with_a_tiny_budget(tmp_path, capsys):
+    steps = 120  # fewer than an episode's 1000: the episodes that end are those that left the box
+    run_script(ROOT / "examples" / "demo_point_mass.py", ["--steps", str(steps), "--samples", "50", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
     assert (tmp_path / "point_mass_paths_and_returns.png").stat().st_size > 10_000
     results = json.loads((tmp_path / "returns.json").read_text())
     for method in ("MaxDiff", "NN-MPPI"):
@@ -54,20 +51,16 @@ def test_quickstart(tmp_path):
 
 
 @pytest.mark.slow
-def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path):
+def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path, capsys):
     """
     The kept swimmers (seed 0 of run 1, seeds 0-4 of run 2, per method) load and plan, the three 5-seed runs and
     runs 2 and 3 together are tested from their CSVs, a MaxDiff agent trains live on the point mass; the figure and
     summary are written.
     """
-    options = ["--replay", "--steps", "6", "--frames", "2", "--no-render", "--train-steps", "30", "--out", str(tmp_path)]
-    printed = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "demo_swimmer.py"), *options],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=SUBPROCESS_TIMEOUT,
-    ).stdout
+    options = ["--replay", "--steps", "2", "--frames", "2", "--jobs", "1", "--no-render", "--train-steps", "10"]
+    options += ["--out", str(tmp_path)]
+    run_script(ROOT / "examples" / "demo_swimmer.py", options)
+    printed = capsys.readouterr().out
     assert (tmp_path / "swimmer_paths_and_curves.png").stat().st_size > 10_000
     summary = json.loads((tmp_path / "swimmer_returns.json").read_text())
     assert set(summary) == {"MaxDiff", "NN-MPPI", "live", "tests"}
@@ -75,9 +68,9 @@ def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path):
         kept = [(values["run"], values["seed"]) for values in summary[name]]
         assert kept == [("run 1", 0)] + [("run 2", seed) for seed in range(5)]
         assert all(abs(values["x_travelled"]) < 1.0 and values["return"] == values["return"] for values in summary[name])
-    # the live training: the point mass with beta = 0.01; no 1000-step episode finished in 30 steps
-    assert summary["live"] == {"env": "sb3_maxdiff/PointMassUnbounded-beta0_01-v0", "steps": 30, "returns": []}
-    assert "MaxDiff trained here on the point mass (beta = 0.01) for 30 steps: episode returns none finished" in printed
+    # the live training: the point mass with beta = 0.01; no 1000-step episode finished in 10 steps
+    assert summary["live"] == {"env": "sb3_maxdiff/PointMassUnbounded-beta0_01-v0", "steps": 10, "returns": []}
+    assert "MaxDiff trained here on the point mass (beta = 0.01) for 10 steps: episode returns none finished" in printed
     assert list(summary["tests"]) == [
         "run 1 (CPU, 2026-11-25)",
         "run 2 (GPU, 2026-11-27)",

@@ -1,3 +1,4 @@
+import importlib
 import subprocess
 import sys
 
@@ -5,7 +6,7 @@ import numpy as np
 import optuna
 import pytest
 import yaml
-from helpers import SUBPROCESS_TIMEOUT
+from helpers import SUBPROCESS_TIMEOUT, process_state_kept
 from rl_zoo3.utils import get_wrapper_class
 from stable_baselines3.common.env_util import make_vec_env
 
@@ -94,32 +95,33 @@ def test_register_with_zoo():
     assert set(params) == {"horizon", "n_samples", "temperature", "noise_std", "alpha"}
 
 
-def run(module: str, *args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", module, *args], cwd=cwd, check=True, timeout=SUBPROCESS_TIMEOUT, capture_output=True, text=True
-    )
+def run(module: str, *args: str) -> None:
+    """``python -m sb3_maxdiff.<module> *args`` in this process (its entry point, as the console script calls it)."""
+    main = importlib.import_module(f"sb3_maxdiff.{module}").main
+    with process_state_kept():
+        main(list(args))
 
 
 TINY = ["-params", "horizon:5", "n_samples:16", "learning_starts:50", "gradient_steps:1"]
 
 
 @pytest.mark.slow
-def test_train_enjoy_and_record_video(tmp_path):
+def test_train_enjoy_and_record_video(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
     env = "sb3_maxdiff/PointMass-beta0_01-v0"
-    run("sb3_maxdiff.train", "--algo", "maxdiff", "--env", env, "-n", "200", "--eval-freq", "-1", *TINY, cwd=tmp_path)
+    run("train", "--algo", "maxdiff", "--env", env, "-n", "200", "--eval-freq", "-1", *TINY)
     assert (
         tmp_path / "logs" / "maxdiff" / "sb3_maxdiff-PointMass-beta0_01-v0_1" / "sb3_maxdiff-PointMass-beta0_01-v0.zip"
     ).exists()
     # enjoy: 100-step episodes, two of them or more (RL Zoo prints the mean reward of finished episodes only)
     short = ["--env-kwargs", "max_episode_steps:100"]
-    out = run(
-        "sb3_maxdiff.enjoy", "--algo", "maxdiff", "--env", env, "-f", "logs", "--no-render", "-n", "200", *short, cwd=tmp_path
-    )
-    assert "Mean reward" in out.stdout
+    capsys.readouterr()
+    run("enjoy", "--algo", "maxdiff", "--env", env, "-f", "logs", "--no-render", "-n", "200", *short)
+    assert "Mean reward" in capsys.readouterr().out
     # record_video: a 30-step video of the trained agent, 31 frames of the moving point (moviepy reads it back)
     from moviepy import VideoFileClip
 
-    run("sb3_maxdiff.record_video", "--algo", "maxdiff", "--env", env, "-f", "logs", "-n", "30", cwd=tmp_path)
+    run("record_video", "--algo", "maxdiff", "--env", env, "-f", "logs", "-n", "30")
     (video,) = (tmp_path / "logs").glob("**/videos/*.mp4")
     frames = list(VideoFileClip(str(video)).iter_frames())
     assert len(frames) == 31 and frames[0].shape == (128, 128, 3)
@@ -127,17 +129,20 @@ def test_train_enjoy_and_record_video(tmp_path):
 
 
 @pytest.mark.slow
-def test_optimize_shares_one_sqlite_study_between_two_processes(tmp_path):
-    command = [
-        sys.executable, "-m", "sb3_maxdiff.train", "--algo", "nnmppi", "--env", "sb3_maxdiff/PointMass-beta1-v0",
+def test_optimize_shares_one_sqlite_study_between_two_processes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    options = [
+        "--algo", "nnmppi", "--env", "sb3_maxdiff/PointMass-beta1-v0",
         "-n", "30", "-optimize", "--n-trials", "1", "--n-evaluations", "1", "--eval-episodes", "1", "--sampler", "random",
         "--env-kwargs", "max_episode_steps:10", "--eval-env-kwargs", "max_episode_steps:10",
         "-params", "learning_starts:20", "gradient_steps:1",
     ]  # fmt: skip
-    processes = [
-        subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(2)
-    ]
-    assert [p.wait(timeout=SUBPROCESS_TIMEOUT) for p in processes] == [0, 0]
+    # one study, two processes: a child process and this one, at the same time
+    child = subprocess.Popen(
+        [sys.executable, "-m", "sb3_maxdiff.train", *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    run("train", *options)
+    assert child.wait(timeout=SUBPROCESS_TIMEOUT) == 0
     study = optuna.load_study(
         study_name="nnmppi-sb3_maxdiff_PointMass-beta1-v0", storage=f"sqlite:///{tmp_path / 'logs' / 'optuna.db'}"
     )
