@@ -403,7 +403,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000, help="with --replay: episode length (the env's is 1000)")
     parser.add_argument("--seed", type=int, default=0, help="with --replay: seed of the start state and the planner's noise")
     parser.add_argument("--frames", type=int, default=5, help="with --replay: filmstrip frames per swimmer")
-    parser.add_argument("--jobs", type=int, default=2, help="with --replay: processes running the kept agents' episodes (1: this one)")
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="with --replay: processes running the kept agents' episodes (1: this one)"
+    )
     parser.add_argument("--no-render", action="store_true", help="draw the bodies' positions instead of MuJoCo frames")
     parser.add_argument(
         "--train-steps", type=int, default=0, help="steps of a live MaxDiff training on the point mass (default 0: none)"
