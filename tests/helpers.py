@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch as th
 from torch import nn
@@ -104,6 +105,23 @@ def process_state_kept(argv: list[str] | None = None, path_first: str | None = N
         th.set_rng_state(states[0])
         np.random.set_state(states[1])
         random.setstate(states[2])
+
+
+@contextlib.contextmanager
+def registered_episodes_of(steps: int, *env_ids: str) -> Iterator[None]:
+    """
+    ``gym.make`` of these registered ids cuts their episodes at ``steps`` steps (their registered time limit set to
+    it), then as registered: for tests that evaluate whole episodes where the episode's length is not the point.
+    """
+    specs = [gym.registry[env_id] for env_id in env_ids]
+    saved = [spec.max_episode_steps for spec in specs]
+    for spec in specs:
+        spec.max_episode_steps = steps
+    try:
+        yield
+    finally:
+        for spec, limit in zip(specs, saved):
+            spec.max_episode_steps = limit
 
 
 def run_script(path: Path, args: list[str]) -> dict:

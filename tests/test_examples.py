@@ -7,8 +7,9 @@ import subprocess
 import sys
 
 import pytest
-from helpers import SUBPROCESS_TIMEOUT, run_script
+from helpers import SUBPROCESS_TIMEOUT, registered_episodes_of, run_script
 
+from sb3_maxdiff import synthesis
 from sb3_maxdiff.envs import ANT, HALF_CHEETAH, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
 from sb3_maxdiff.experiments.presets import PRESETS, cell_kwargs, get_budget, published_kwargs
 
@@ -181,7 +182,8 @@ def test_single_shot_example_plans_with_the_single_shot_presets_settings(tmp_pat
 @pytest.mark.slow
 def test_transfer_example_trains_on_the_heavy_tail_and_evaluates_on_both(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    ended = run_script(ROOT / "examples" / "transfer_swimmer.py", ["--steps", "20", "--episodes", "1", "--samples", "4"])
+    with registered_episodes_of(50, SWIMMER_HEAVY, SWIMMER_LIGHT):  # evaluated on 50-step episodes
+        ended = run_script(ROOT / "examples" / "transfer_swimmer.py", ["--steps", "20", "--episodes", "1", "--samples", "4"])
     assert ended["settings"] == published_kwargs("maxdiff", SWIMMER_HEAVY) and ended["model"].num_timesteps == 20
     printed = capsys.readouterr().out
     for env_id in (SWIMMER_HEAVY, SWIMMER_LIGHT):
@@ -190,7 +192,12 @@ def test_transfer_example_trains_on_the_heavy_tail_and_evaluates_on_both(tmp_pat
 
 
 @pytest.mark.slow
-def test_synthesis_history_example_prints_its_three_tables(capsys):
+def test_synthesis_history_example_prints_its_three_tables(monkeypatch, capsys):
+    # the example's planner with 5 steps and 20 samples (its own 20 and 200 are not what this test checks)
+    controller = synthesis.MPPIController
+    monkeypatch.setattr(
+        synthesis, "MPPIController", lambda *args, **kwargs: controller(*args, **{**kwargs, "horizon": 5, "n_samples": 20})
+    )
     # 410 steps: the long lags reach 400; 2 seeds: a standard deviation over seeds
     run_script(ROOT / "examples" / "synthesis_history.py", ["--steps", "410", "--seeds", "2", "--histories", "20",
                                                             "--alphas", "10"])  # fmt: skip

@@ -1,4 +1,5 @@
 import pytest
+from helpers import registered_episodes_of
 
 import sb3_maxdiff  # noqa: F401
 from sb3_maxdiff import MaxDiffMPPI
@@ -7,8 +8,15 @@ from sb3_maxdiff.experiments import evaluate_transfer
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
 
 
+@pytest.fixture(scope="module", autouse=True)
+def short_episodes():
+    """Evaluations on 100-step episodes of both bodies (what these tests check does not depend on the length)."""
+    with registered_episodes_of(100, SWIMMER_HEAVY, SWIMMER_LIGHT):
+        yield
+
+
 @pytest.fixture(scope="module")
-def heavy_model(tmp_path_factory):
+def heavy_model(tmp_path_factory, short_episodes):
     path = tmp_path_factory.mktemp("models") / "heavy.zip"
     model = MaxDiffMPPI(SWIMMER_HEAVY, horizon=4, n_samples=8, learning_starts=30, policy_kwargs=dict(net_arch=[16]))
     model.learn(60)
