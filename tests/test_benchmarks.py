@@ -3,13 +3,12 @@ import importlib.util
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 import torch as th
-from helpers import SUBPROCESS_TIMEOUT, run_script
+from helpers import run_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -105,11 +104,11 @@ def test_plan_parts_are_the_rollout_and_entropy_of_one_planner_call():
     assert list(plan_parts(model)) == ["plan: rollout"]
 
 
-def test_threads_benchmark_runs_with_a_tiny_budget():
+def test_threads_benchmark_runs_with_a_tiny_budget(capsys):
     """The threads command of the performance guide (docs/guide/performance.md), two timed steps per run on the point mass."""
     command = [sys.executable, str(ROOT / "benchmarks" / "threads.py"), "--env", "sb3_maxdiff/PointMass-beta1-v0",
                "--steps", "2", "--repeats", "1", "--threads", "1", "0"]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    printed = _printed(command, capsys)
     rows = [line for line in printed.splitlines() if line.startswith("| 1 |") or line.startswith("| default (")]
     assert len(rows) == 2 and all(float(row.split(" | ")[1]) > 0 for row in rows), printed
 
@@ -282,7 +281,7 @@ def test_end_to_end_costs_of_single_shot_runs_have_no_evaluation_figure(tmp_path
 
 
 @pytest.mark.slow
-def test_end_to_end_benchmark_runs_both_configurations(tmp_path):
+def test_end_to_end_benchmark_runs_both_configurations(tmp_path, capsys):
     """
     The end-to-end command of BENCHMARKS.md on the point mass's smoke budget, one seed per method, the two
     configurations in the order asked for, the environments stepped in two threads.
@@ -292,7 +291,7 @@ def test_end_to_end_benchmark_runs_both_configurations(tmp_path):
                "--setting", "beta=1", "--budget", "smoke", "--seeds", "1", "--steps", "150", "--quiet",
                "--configurations", "per-method", "mixed", "--env-threads", "2", "--overlap-updates",
                "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT).stdout
+    printed = _printed(command, capsys)
     written = json.loads(out.read_text())
     rows = written["rows"]
     assert written["args"]["env_threads"] == 2 and written["args"]["overlap_updates"]
