@@ -447,10 +447,10 @@ def test_a_batch_with_overlapped_updates_stops_resumes_and_ends_as_one_without(t
 
 
 def test_overlap_updates_reaches_the_models(tmp_path, monkeypatch):
-    from sb3_maxdiff.experiments import runner
+    from sb3_maxdiff.experiments import run_command
 
     seen = []
-    monkeypatch.setattr(runner, "run_specs", lambda specs, out, jobs, options, *rest: seen.append(options) or ([], []))
+    monkeypatch.setattr(run_command, "run_specs", lambda specs, out, jobs, options, *rest: seen.append(options) or ([], []))
     experiments_main(
         ["run", "point-mass-beta", "--budget", "smoke", "--seeds", "1", "--out", str(tmp_path), "--overlap-updates"]
     )
@@ -460,10 +460,10 @@ def test_overlap_updates_reaches_the_models(tmp_path, monkeypatch):
 
 
 def test_env_threads_reaches_the_runs_and_must_be_positive(tmp_path, monkeypatch, capsys):
-    from sb3_maxdiff.experiments import runner
+    from sb3_maxdiff.experiments import run_command
 
     seen = []
-    monkeypatch.setattr(runner, "run_specs", lambda specs, out, jobs, options, *rest: seen.append(options) or ([], []))
+    monkeypatch.setattr(run_command, "run_specs", lambda specs, out, jobs, options, *rest: seen.append(options) or ([], []))
     args = ["run", "point-mass-beta", "--budget", "smoke", "--seeds", "1", "--out", str(tmp_path)]
     experiments_main([*args, "--env-threads", "4"])
     assert seen[0].env_threads == 4
