@@ -117,8 +117,11 @@ def _worker_context() -> Any:
     Where the workers come from: Python's fork server, which imports the training code once (for the whole life of
     this process, however many sweeps it runs) and forks each worker from it, so that a worker does not import
     torch, Gymnasium and SB3 again (about 5 s of CPU each). The server is a fresh process that has run nothing but
-    those imports (no thread pool, no CUDA context), so forking it is as safe as starting a new interpreter.
+    those imports (no thread pool, no CUDA context), so forking it is as safe as starting a new interpreter. Where
+    there is no fork server (Windows), each worker is a new interpreter.
     """
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
     context = mp.get_context("forkserver")
     context.set_forkserver_preload(["sb3_maxdiff.experiments.execution", "sb3_maxdiff.experiments.runner"])
     return context
