@@ -51,7 +51,6 @@ def test_quickstart(tmp_path):
     assert (tmp_path / "maxdiff_point_mass.zip").exists()
 
 
-@pytest.mark.slow
 def test_swimmer_demo_runs_the_kept_agents_tests_the_runs_and_trains(tmp_path, capsys):
     """
     The kept swimmers (seed 0 of run 1, seeds 0-4 of run 2, per method) load and plan, the three 5-seed runs and
@@ -179,7 +178,6 @@ def test_single_shot_example_plans_with_the_single_shot_presets_settings(tmp_pat
     )
 
 
-@pytest.mark.slow
 def test_transfer_example_trains_on_the_heavy_tail_and_evaluates_on_both(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     with registered_episodes_of(50, SWIMMER_HEAVY, SWIMMER_LIGHT):  # evaluated on 50-step episodes

@@ -315,6 +315,7 @@ def test_smoke_preset_through_ray_matches_local(tmp_path, ray_head, capsys):
         assert episodes[0] == episodes[1]
 
 
+@pytest.mark.slow
 def test_transfer_preset_evaluates_on_both_tails(tmp_path):
     out = str(tmp_path)
     args = ["run", "swimmer-transfer", "--budget", "smoke", "--seeds", "1", "--methods", "maxdiff", "--out", out]

@@ -27,6 +27,7 @@ def score(model) -> float:
     return mean
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo, horizon", [(NNMPPI, 1), (MaxDiffMPPI, 2)])
 def test_the_trained_planner_finds_the_rewarded_action(algo, horizon):
     kwargs = dict(alpha=1.0) if algo is MaxDiffMPPI else {}

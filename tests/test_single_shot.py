@@ -382,6 +382,7 @@ def test_single_shot_command_stopped_by_its_time_limit_carries_on_exactly(tmp_pa
     _same_command_run(tmp_path, "stopped", "whole")
 
 
+@pytest.mark.slow
 def test_killed_single_shot_command_carries_on_from_its_last_checkpoint(tmp_path, monkeypatch):
     from test_experiment_runner import Killed, kill_after_progress_calls
 

@@ -37,7 +37,6 @@ def test_transfer_command(heavy_model, capsys):
     assert "episode return" in capsys.readouterr().out
 
 
-@pytest.mark.slow
 def test_transfer_command_appends_each_episode_to_a_csv(heavy_model, tmp_path):
     import csv
 

@@ -105,7 +105,6 @@ def run(module: str, *args: str) -> None:
 TINY = ["-params", "horizon:5", "n_samples:16", "learning_starts:50", "gradient_steps:1"]
 
 
-@pytest.mark.slow
 def test_train_enjoy_and_record_video(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     env = "sb3_maxdiff/PointMass-beta0_01-v0"
