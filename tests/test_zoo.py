@@ -134,7 +134,7 @@ def test_optimize_shares_one_sqlite_study_between_two_processes(tmp_path, monkey
         "--algo", "nnmppi", "--env", "sb3_maxdiff/PointMass-beta1-v0",
         "-n", "30", "-optimize", "--n-trials", "1", "--n-evaluations", "1", "--eval-episodes", "1", "--sampler", "random",
         "--env-kwargs", "max_episode_steps:10", "--eval-env-kwargs", "max_episode_steps:10",
-        "-params", "learning_starts:20", "gradient_steps:1",
+        "-params", "learning_starts:20", "gradient_steps:1", "policy_kwargs:dict(net_arch=[16])",
     ]  # fmt: skip
     # one study, two processes: a child process and this one, at the same time
     child = subprocess.Popen(
