@@ -288,7 +288,7 @@ def test_end_to_end_benchmark_runs_both_configurations(tmp_path, capsys):
     """
     out = tmp_path / "e2e.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "runner_end_to_end.py"), "--preset", "point-mass-beta",
-               "--setting", "beta=1", "--budget", "smoke", "--seeds", "1", "--steps", "150", "--quiet",
+               "--setting", "beta=1", "--budget", "smoke", "--seeds", "1", "--steps", "60", "--quiet",
                "--configurations", "per-method", "mixed", "--env-threads", "2", "--overlap-updates",
                "--json", str(out)]  # fmt: skip
     printed = _printed(command, capsys)
