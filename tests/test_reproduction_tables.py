@@ -844,28 +844,59 @@ def test_single_shot_jitter_twenty_seed_reading_is_that_of_its_csvs():
         assert_pvalue_shown_as(mann_whitney, shown.group(4), f"Mann-Whitney, {label}")
 
 
-def test_terminal_value_arm_v_table_and_test_are_those_of_the_csvs():
-    """Arm V (10-step MaxDiff with the learned terminal value) per seed, and test 1 against the 40-step MaxDiff's 10 seeds."""
-    steps = [10_000, 20_000, 50_000, 100_000]
-    values = per_seed_values(str(REPRODUCTION / "swimmer_heavy_value_100k.csv"), steps, by_setting=True)
-    arm_v = "maxdiff@H=10 value"
-    header, rows = table_after("| seed, 10-step MaxDiff with the value |")
-    quantities = [f"last episode at {at:,}" for at in steps] + ["running max at 100,000", EVALUATION]
+VALUE_STEPS = [10_000, 20_000, 50_000, 100_000]
+
+
+def value_run_values() -> dict:
+    """The terminal-value runs' per-seed values, by group ("maxdiff@H=10 value", "sac-zoo@heavy")."""
+    return per_seed_values(str(REPRODUCTION / "swimmer_heavy_value_100k.csv"), VALUE_STEPS, by_setting=True)
+
+
+@pytest.mark.parametrize(
+    "marker, group",
+    [("| seed, 10-step MaxDiff with the value |", "maxdiff@H=10 value"), ("| seed, RL Zoo's SAC |", "sac-zoo@heavy")],
+)
+def test_terminal_value_per_seed_tables_are_those_of_the_csv(marker, group):
+    """Each arm of the terminal-value runs per seed, with mean +/- std over its 5 seeds."""
+    values = value_run_values()
+    header, rows = table_after(marker)
+    quantities = [f"last episode at {at:,}" for at in VALUE_STEPS] + ["running max at 100,000", EVALUATION]
     assert header[1:] == ["10k", "20k", "50k", "100k", "running max 100k", "final eval"]
     assert [row[0] for row in rows] == ["0", "1", "2", "3", "4", "mean +/- std"]
     for seed, *cells in rows:
         for quantity, cell in zip(quantities, cells):
-            per_seed = [values[quantity][arm_v][index] for index in range(5)]
+            per_seed = [values[quantity][group][index] for index in range(5)]
             if seed.isdigit():
-                assert_shown_as(per_seed[int(seed)], cell, f"arm V {quantity}, seed {seed}")
+                assert_shown_as(per_seed[int(seed)], cell, f"{group} {quantity}, seed {seed}")
             else:
-                assert_mean_std_shown_as(per_seed, cell, f"arm V {quantity}")
+                assert_mean_std_shown_as(per_seed, cell, f"{group} {quantity}")
+
+
+def test_terminal_value_test_1_is_that_of_the_csvs():
+    """Arm V against the 40-step MaxDiff's 10 seeds at 50k."""
+    arm_v = value_run_values()["last episode at 50,000"]["maxdiff@H=10 value"]
     forty_step = merged_values(["swimmer_heavy_retrain_50k.csv", "swimmer_heavy_seeds5_9_50k.csv"], [50_000])
-    x = list(values["last episode at 50,000"][arm_v].values())
-    y = list(forty_step["last episode at 50,000"]["maxdiff"].values())
+    x, y = list(arm_v.values()), list(forty_step["last episode at 50,000"]["maxdiff"].values())
     assert (len(x), len(y)) == (5, 10)
     _, rows = table_after("| V against | training return at 50k")
     assert [row[0] for row in rows] == ["P, the 40-step MaxDiff, 10 seeds (5 against 10)"]
-    rank, welch = re.match(r"([\d.]+) \(([\d.]+)\)", rows[0][1]).groups()
+    shown = re.match(r"([\d.]+) \(([\d.]+)\)", rows[0][1])
+    assert shown is not None
+    rank, welch = shown.groups()
     assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, "arm V against P at 50k")
     assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, "arm V against P at 50k (Welch)")
+
+
+def test_terminal_value_test_2_is_that_of_the_csv():
+    """Arm V against arm Z (RL Zoo's SAC), 5 against 5, on the training return at 100k and the final evaluation."""
+    values = value_run_values()
+    _, rows = table_after("| V against RL Zoo's SAC |")
+    assert [row[0] for row in rows] == ["Z, RL Zoo's SAC (5 against 5)"]
+    for quantity, cell in zip(["last episode at 100,000", EVALUATION], rows[0][1:]):
+        shown = re.match(r"([\d.]+) \(([\d.]+)\)", cell)
+        assert shown is not None, f"{cell!r} is not 'Mann-Whitney p (Welch p)'"
+        rank, welch = shown.groups()
+        x, y = (list(values[quantity][group].values()) for group in ("maxdiff@H=10 value", "sac-zoo@heavy"))
+        assert (len(x), len(y)) == (5, 5)
+        assert_pvalue_shown_as(mann_whitney_pvalue(x, y), rank, f"V against Z, {quantity}")
+        assert_pvalue_shown_as(welch_ttest(x, y).pvalue, welch, f"V against Z, {quantity} (Welch)")
