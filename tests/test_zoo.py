@@ -120,7 +120,9 @@ def test_train_enjoy_and_record_video(tmp_path, monkeypatch, capsys):
     # record_video: a 30-step video of the trained agent, 31 frames of the moving point (moviepy reads it back)
     from moviepy import VideoFileClip
 
-    run("record_video", "--algo", "maxdiff", "--env", env, "-f", "logs", "-n", "30")
+    # in its own process: rendered in this one after other tests, the frames came out all alike
+    record = [sys.executable, "-m", "sb3_maxdiff.record_video", "--algo", "maxdiff", "--env", env, "-f", "logs", "-n", "30"]
+    subprocess.run(record, check=True, timeout=SUBPROCESS_TIMEOUT, capture_output=True)
     (video,) = (tmp_path / "logs").glob("**/videos/*.mp4")
     frames = list(VideoFileClip(str(video)).iter_frames())
     assert len(frames) == 31 and frames[0].shape == (128, 128, 3)
