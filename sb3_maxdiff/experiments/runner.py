@@ -1,14 +1,9 @@
 """
 Run the (setting, method, seed) grid of a preset, locally in parallel processes or on a Ray cluster,
-skipping the runs already finished on disk, so that a killed sweep resumes where it stopped (the command
-``python -m sb3_maxdiff.experiments run`` is :mod:`sb3_maxdiff.experiments.run_command`).
-
-With ``--batch-seeds`` the seeds of each NN-MPPI / MaxDiff cell train together in one process, as the
-independent agents of one model (one batched rollout and one batched update per step), and write the same
-per-seed files as separate runs (single-shot cells too, each agent on its own never-ending environment); SAC
-cells run one seed per process as usual. With ``--batch-cells`` the runs of every NN-MPPI / MaxDiff cell that can
-share one model train together: the MaxDiff agents of several alphas and the NN-MPPI agents (alpha 0, control term
-on) of one body.
+skipping the runs already finished on disk, so that a killed sweep resumes where it stopped. Which runs train
+together as one batch of independent agents (``batch_seeds``, ``batch_cells``) is
+:func:`sb3_maxdiff.experiments.batching.group_runs`'s; the command ``python -m sb3_maxdiff.experiments run`` over
+this is :mod:`sb3_maxdiff.experiments.run_command`.
 """
 
 import contextlib
