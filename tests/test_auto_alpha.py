@@ -5,15 +5,13 @@ save/load, YAML, and its errors.
 
 import csv
 import math
-import subprocess
-import sys
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
 import yaml
-from helpers import SUBPROCESS_TIMEOUT, TINY
+from helpers import TINY, process_state_kept
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -23,6 +21,7 @@ from sb3_maxdiff import MaxDiffMPPI
 from sb3_maxdiff.common.auto_alpha import AutoAlpha, parse_auto_alpha, update_auto_alpha
 from sb3_maxdiff.common.entropy import EntropyBonus
 from sb3_maxdiff.common.mppi import STAT_NAMES, MPPIPlanner, sample_spread
+from sb3_maxdiff.train import main as train_main
 from sb3_maxdiff.zoo import HYPERPARAMS_DIR
 
 ENV_ID = "sb3_maxdiff/PointMassUnbounded-beta0_01-v0"
@@ -222,22 +221,9 @@ def test_yaml_alpha_auto(tmp_path):
     entry.update(alpha="auto", horizon=5, n_samples=16, learning_starts=20, batch_size=16, n_timesteps=60)
     entry.update(policy_kwargs="dict(net_arch=[16, 16])")
     (tmp_path / "auto.yml").write_text(yaml.safe_dump({ENV_ID: entry}))
-    command = [
-        sys.executable,
-        "-m",
-        "sb3_maxdiff.train",
-        "--algo",
-        "maxdiff",
-        "--env",
-        ENV_ID,
-        "--conf-file",
-        "auto.yml",
-        "--eval-freq",
-        "-1",
-        "--seed",
-        "0",
-    ]
-    subprocess.run(command, cwd=tmp_path, check=True, capture_output=True, timeout=SUBPROCESS_TIMEOUT)
+    command = ["--algo", "maxdiff", "--env", ENV_ID, "--conf-file", str(tmp_path / "auto.yml"), "--eval-freq", "-1"]
+    with process_state_kept():  # the entry point in this process, as the console script calls it
+        train_main([*command, "--seed", "0", "-f", str(tmp_path / "logs")])
     saved = next((tmp_path / "logs" / "maxdiff").glob("*/*.zip"))
     model = MaxDiffMPPI.load(saved)
     assert model.alpha == AutoAlpha() and th.isfinite(model.policy.entropy_bonus.alpha).all()
