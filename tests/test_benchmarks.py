@@ -4,11 +4,12 @@ import json
 import os
 import pathlib
 import sys
+from types import ModuleType
 
 import numpy as np
 import pytest
 import torch as th
-from helpers import run_script
+from helpers import process_state_kept, run_script
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -19,13 +20,29 @@ def _printed(command: list[str], capsys: pytest.CaptureFixture) -> str:
     return capsys.readouterr().out
 
 
-def test_benchmark_script_runs_with_a_tiny_budget(tmp_path, capsys):
-    """The command of BENCHMARKS.md, with one call per figure and a small replay buffer."""
+def _small_point_mass(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """
+    ``benchmarks/run.py`` as the module the other scripts import, its point-mass configuration shrunk for the length
+    of a test (horizon 5, 50 samples, 32-unit layers): each figure is timed as in the real command, on less work.
+    """
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import run
+
+    small = dataclasses.replace(run.CONFIGS["point-mass"], net_arch=[32, 32], horizon=5, n_samples=50)
+    monkeypatch.setitem(run.CONFIGS, "point-mass", small)
+    return run
+
+
+def test_benchmark_script_runs_with_a_tiny_budget(tmp_path, capsys, monkeypatch):
+    """The command of BENCHMARKS.md, with one call per figure, a small replay buffer and a small planner."""
     out = tmp_path / "bench.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--configs", "point-mass", "--calls", "1",
                "--buffer-size", "2000", "--fills", "500", "2000", "--bf16-seconds", "0", "--no-scaling",
                "--json", str(out)]  # fmt: skip
-    printed = _printed(command, capsys)
+    run = _small_point_mass(monkeypatch)
+    with process_state_kept(command[1:]):
+        run.main()
+    printed = capsys.readouterr().out
     assert "| point-mass |" in printed
     row = json.loads(out.read_text())["configs"][0]
     for key in ("plan_ms", "gemm_floor_ms", "mm_floor_ms", "plan_bf16_ms", "update_ms_2000", "step_ms_2000",
@@ -40,8 +57,9 @@ def test_benchmark_script_runs_with_a_tiny_budget(tmp_path, capsys):
     assert any(line.startswith("| point-mass |") and line.endswith(f"| {speedup:.2f}x |") for line in printed.splitlines())
 
 
-def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path, capsys):
-    """The seed-batching command of BENCHMARKS.md, with one round and a small replay column."""
+def test_agents_benchmark_runs_with_a_tiny_budget(tmp_path, capsys, monkeypatch):
+    """The seed-batching command of BENCHMARKS.md, with one round, a small replay column and a small planner."""
+    _small_point_mass(monkeypatch)
     out = tmp_path / "agents.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "agents.py"), "--configs", "point-mass", "--agents", "2",
                "--calls", "1", "--fill", "500", "--cuda-graph", "--bf16", "--json", str(out)]  # fmt: skip
@@ -136,8 +154,9 @@ def test_compare_trees_reports_medians_and_ratios(tmp_path, monkeypatch, capsys)
     assert "| swimmer plan_ms | 45.00 | 25.00 | 0.556 |" in capsys.readouterr().out
 
 
-def test_mixed_batch_benchmark_runs_with_a_tiny_budget(tmp_path, capsys):
+def test_mixed_batch_benchmark_runs_with_a_tiny_budget(tmp_path, capsys, monkeypatch):
     """The mixed-batch command of BENCHMARKS.md (one MaxDiff + NN-MPPI batch against two batches), one round."""
+    _small_point_mass(monkeypatch)
     out = tmp_path / "mixed.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "agents.py"), "--configs", "point-mass", "--agents", "2",
                "--calls", "1", "--fill", "500", "--mixed", "--json", str(out)]  # fmt: skip

@@ -282,7 +282,7 @@ def test_package_on_a_machine_with_no_display_gives_a_package_and_says_whether_i
     from sb3_maxdiff.envs.rendering import BACKEND_VARIABLES
 
     environment = {key: value for key, value in os.environ.items() if key not in BACKEND_VARIABLES}
-    options = ["--algo", "nnmppi", "--env", env_id, "-f", "logs", "-n", "30", "--env-kwargs", "max_episode_steps:30"]
+    options = ["--algo", "nnmppi", "--env", env_id, "-f", "logs", "-n", "10", "--env-kwargs", "max_episode_steps:10"]
     command = [sys.executable, "-m", "sb3_maxdiff.hub", "package", *options, "--n-eval-episodes", "1", "--output", "packaged"]
     done = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
     assert done.returncode == 0, done.stderr[-2000:]
