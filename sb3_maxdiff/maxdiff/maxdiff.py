@@ -62,10 +62,10 @@ class MaxDiffMPPI(NNMPPI):
     :param entropy_jitter: how each covariance is kept invertible before its log-determinant. "random" adds a draw of
         N(0, (1e-8)^2) to every entry, new for every sample, window and plan, as the authors' implementation does (drawn
         after the sampling noise, from the same stream); "logdet" only. "diagonal" adds ``1e-8 * I``. None (default):
-        "random" with ``entropy_method="logdet"``, "diagonal" with the other methods. The two differ only where a
-        covariance has eigenvalues below 1e-8, as while the model still predicts almost no motion; there the authors'
-        draw measurably helps single-shot runs start swimming. Models saved before this option existed load with
-        "diagonal", the jitter they were trained with
+        "random" with ``entropy_method="logdet"``, "diagonal" with the other methods. The two entropies differ by
+        about 1e-8 over the covariance's smallest eigenvalue: by little unless it is near or below 1e-8, as while the
+        model still predicts almost no motion; there the authors' draw measurably helps single-shot runs start
+        swimming. Models saved before this option existed load with "diagonal", the jitter they were trained with
     :param control_cost: add the NN-MPPI control term to the scores (off in the published MaxDiff runs); a list
         of bools gives each independent agent its own
     :param history: not in the paper: put the last ``history`` observations of the environment (the current one
