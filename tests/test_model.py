@@ -70,7 +70,7 @@ def test_model_fits_point_mass_transitions():
     model = DynamicsRewardModel(4, 2, [128, 128])
     optimizer = th.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-4)
     rng = np.random.default_rng(0)
-    for _ in range(3000):
+    for _ in range(1000):  # one-step error 2.4e-6 after these (6e-7 after 3,000): far below both bounds
         idx = th.as_tensor(rng.integers(0, len(obs), 128))
         # next actions are irrelevant to the dynamics fit: bootstrap mask 0
         loss = model.loss(obs[idx], actions[idx], next_obs[idx], actions[idx], rewards[idx, None], th.zeros(128, 1))

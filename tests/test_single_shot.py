@@ -43,7 +43,9 @@ class ResetCounter(gym.Wrapper):
 @pytest.mark.parametrize("algo", sorted(SMALL))
 def test_single_shot_never_resets(tmp_path, algo):
     env = ResetCounter(make_single_shot_env(SWIMMER_HEAVY))
-    model = get_algo(algo)("MlpPolicy", env, seed=0, **SMALL[algo])
+    # learning from step 1,000: what is checked is the one episode and its windows, and the last 300 steps still plan
+    # and train
+    model = get_algo(algo)("MlpPolicy", env, seed=0, **{**SMALL[algo], "learning_starts": 1000})
     result = learn_single_shot(model, 1300, window=250, csv_path=str(tmp_path / "windows.csv"))
     assert env.resets == 1  # the first reset only: 1300 steps > the usual 1000-step limit
     assert len(result.window_returns) == 5
@@ -343,7 +345,8 @@ def test_single_shot_command_refuses_bad_kwargs(kwargs, message, capsys):
 
 def _command(tmp_path, name: str, *extra: str) -> list[str]:
     """A small single-shot command writing its CSV and model under ``tmp_path / name``."""
-    small = '{"horizon": 4, "n_samples": 8, "learning_starts": 50, "batch_size": 32, "policy_kwargs": {"net_arch": [16]}}'
+    small = '{"horizon": 4, "n_samples": 8, "learning_starts": 50, "batch_size": 32, "gradient_steps": 1, '
+    small += '"policy_kwargs": {"net_arch": [16]}}'
     folder = tmp_path / name
     return [
         "single-shot", "--algo", "maxdiff", "--env", SWIMMER_LIGHT, "--steps", "300", "--window", "100",
