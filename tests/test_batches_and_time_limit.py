@@ -20,7 +20,7 @@ from sb3_maxdiff.experiments.execution import execute_group
 from sb3_maxdiff.experiments.options import EXIT_TIME_LIMIT, Deadline, EvaluationClock, ExecutionOptions, TimeLimitReached
 from sb3_maxdiff.experiments.runner import ProgressDisplay
 from sb3_maxdiff.experiments.specs import RunSpec, build_specs, is_finished
-from sb3_maxdiff.experiments.training import training_steps_done
+from sb3_maxdiff.experiments.training import Progress, TrainingHook, training_steps_done
 from sb3_maxdiff.nnmppi.policies import MPPIPolicy
 
 
@@ -233,6 +233,16 @@ def test_no_run_starts_training_in_the_last_minute_before_the_limit(tmp_path):
     assert not list(tmp_path.rglob("checkpoint*")) and not list(tmp_path.rglob("model.zip"))
     execute_group(specs, out, options=ExecutionOptions(deadline=time.time() + 3600.0))
     assert is_finished(out, specs[0])
+
+
+def test_the_late_pace_is_timed_over_the_last_three_quarters_of_each_calls_steps(tmp_path):
+    """Building, graph captures and the first updates fall in a call's first quarter: its pace leaves them out."""
+    model = NNMPPI("sb3_maxdiff/PointMass-beta1-v0", seed=0, horizon=2, n_samples=8, learning_starts=1000)
+    for steps, timed in ((40, 30), (20, 15)):  # a second call (a resumed run) is timed after 5 of its own 20 steps
+        hook = TrainingHook(str(tmp_path), 0, Progress(None))
+        model.learn(steps, callback=hook, reset_num_timesteps=False)
+        pace = hook.late_pace()["late_train_pace"]
+        assert pace["agent_steps"] == timed and pace["seconds"] > 0
 
 
 def test_the_progress_bar_of_a_resumed_call_starts_where_the_checkpoints_left_off():
