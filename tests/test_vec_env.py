@@ -50,8 +50,9 @@ def test_threads_give_the_steps_of_one_after_the_other(env_id, n_threads):
 
 
 class _Countdown(gym.Env):
-    """Terminates at its ``length``-th step, and after ``length // 2`` steps for odd seeds: with a time limit of
-    ``length`` steps, some episodes end terminated and truncated at once, others terminated alone."""
+    """Terminates after ``length`` or ``length // 2`` steps (drawn at each reset) and is truncated after ``length``:
+    some episodes end terminated and truncated at once, others terminated alone. It truncates itself rather than
+    under Gymnasium's ``TimeLimit``, which RL Zoo's import replaces with one that never reports both."""
 
     observation_space = gym.spaces.Box(-np.inf, np.inf, (1,))
     action_space = gym.spaces.Box(-1.0, 1.0, (1,))
@@ -66,14 +67,15 @@ class _Countdown(gym.Env):
 
     def step(self, action):
         self.steps += 1
-        return np.array([self.steps], dtype=np.float32), float(action[0]), self.steps >= self.end, False, {}
+        terminated, truncated = self.steps >= self.end, self.steps >= self.length
+        return np.array([self.steps], dtype=np.float32), float(action[0]), terminated, truncated, {}
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])
 def test_an_episode_that_terminates_at_its_time_limit_ends_as_in_one_after_the_other(n_threads):
     """Terminated at the time limit is no truncation (``TimeLimit.truncated`` False), and the terminal observation
     is the last of the episode, not the reset's, as ``DummyVecEnv`` has them."""
-    make = [lambda: gym.wrappers.TimeLimit(_Countdown(4), max_episode_steps=4)] * 4
+    make = [lambda: _Countdown(4)] * 4
     serial = _rollout(DummyVecEnv(make), 12)
     threaded = _rollout(ThreadedVecEnv(make, n_threads), 12)
     ends = [info for _, _, _, infos in serial[1:] for info in infos if "terminal_observation" in info]
