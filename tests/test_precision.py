@@ -72,6 +72,16 @@ def test_the_choice_follows_the_hardware_check_on_this_machine():
     assert chosen == "float32" or (native and seconds["bfloat16"] < precision.SPEED_MARGIN * seconds["float32"])
 
 
+@pytest.mark.parametrize(
+    "flags, native",
+    [({"avx2", "avx512f"}, False), ({"avx512f", "avx512_bf16"}, True), ({"amx_tile", "amx_bf16"}, True), (set(), False)],
+)
+def test_a_cpu_multiplies_bfloat16_natively_only_with_avx512_bf16_or_amx(monkeypatch, flags, native):
+    """The check on any machine: the flags of CPUs with and without the instructions, as /proc/cpuinfo names them."""
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset(flags))
+    assert precision.has_native_bfloat16(th.device("cpu")) is native
+
+
 def test_auto_times_one_row_per_independent_agent(monkeypatch):
     from stable_baselines3.common.env_util import make_vec_env
 
