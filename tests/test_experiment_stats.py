@@ -445,3 +445,33 @@ def test_export_marks_full_length_episodes_and_each_environments_evaluations(tmp
         rows = [(row["kind"], row["return"], row["full_length"]) for row in csv.DictReader(file)]
     assert rows == [("train", "-5.0", "1"), ("train", "-4.0", "0"), ("train", "-3.0", "1"), ("eval", "1.0", ""),
                     ("eval", "2.0", ""), ("eval Other-v0", "3.0", "")]  # fmt: skip
+
+
+def test_kept_final_models_are_rewritten_only_where_they_hold_another_model(tmp_path):
+    """Exported again, a kept file that holds its run's model stays as it is (the bytes and the time it was written);
+    one that holds another model is replaced by its run's."""
+    from sb3_maxdiff import NNMPPI
+    from sb3_maxdiff.experiments.episodes import keep_final_models
+    from sb3_maxdiff.experiments.results import Run
+    from sb3_maxdiff.experiments.specs import MODEL_FILE, build_specs
+
+    specs = build_specs("point-mass-beta", "smoke", [0, 1], settings=["beta=1"], methods=["nnmppi"])
+    runs = []
+    for spec in specs:
+        (tmp_path / spec.relpath).mkdir(parents=True)
+        NNMPPI(spec.env_id, seed=spec.seed, horizon=2, n_samples=8).save(tmp_path / spec.relpath / MODEL_FILE)
+        runs.append(Run(spec, np.array([]), np.array([]), {}))
+    prefix = str(tmp_path / "point_mass")
+    kept, other = keep_final_models(str(tmp_path), runs, prefix)
+    assert [os.path.basename(path) for path in (kept, other)] == ["point_mass_nnmppi_seed0.zip", "point_mass_nnmppi_seed1.zip"]
+    with open(kept, "rb") as file:
+        before = file.read()
+    written_at = os.stat(kept).st_mtime_ns
+    with open(other, "wb") as file:
+        file.write(before)  # seed 0's model where seed 1's belongs
+    assert keep_final_models(str(tmp_path), runs, prefix) == [kept, other]
+    with open(kept, "rb") as file:
+        assert file.read() == before and os.stat(kept).st_mtime_ns == written_at
+    with open(other, "rb") as file:
+        assert file.read() != before
+    assert sorted(os.listdir(tmp_path)) == ["point-mass-beta", "point_mass_nnmppi_seed0.zip", "point_mass_nnmppi_seed1.zip"]
