@@ -1,6 +1,7 @@
 import json
 import math
 import os
+import pathlib
 import re
 
 import numpy as np
@@ -462,16 +463,12 @@ def test_kept_final_models_are_rewritten_only_where_they_hold_another_model(tmp_
         NNMPPI(spec.env_id, seed=spec.seed, horizon=2, n_samples=8).save(tmp_path / spec.relpath / MODEL_FILE)
         runs.append(Run(spec, np.array([]), np.array([]), {}))
     prefix = str(tmp_path / "point_mass")
-    kept, other = keep_final_models(str(tmp_path), runs, prefix)
-    assert [os.path.basename(path) for path in (kept, other)] == ["point_mass_nnmppi_seed0.zip", "point_mass_nnmppi_seed1.zip"]
-    with open(kept, "rb") as file:
-        before = file.read()
-    written_at = os.stat(kept).st_mtime_ns
-    with open(other, "wb") as file:
-        file.write(before)  # seed 0's model where seed 1's belongs
-    assert keep_final_models(str(tmp_path), runs, prefix) == [kept, other]
-    with open(kept, "rb") as file:
-        assert file.read() == before and os.stat(kept).st_mtime_ns == written_at
-    with open(other, "rb") as file:
-        assert file.read() != before
+    paths = keep_final_models(str(tmp_path), runs, prefix)
+    assert paths == [prefix + "_nnmppi_seed0.zip", prefix + "_nnmppi_seed1.zip"]
+    kept, other = map(pathlib.Path, paths)
+    before, written_at = kept.read_bytes(), kept.stat().st_mtime_ns
+    other.write_bytes(before)  # seed 0's model where seed 1's belongs
+    assert keep_final_models(str(tmp_path), runs, prefix) == paths
+    assert kept.read_bytes() == before and kept.stat().st_mtime_ns == written_at
+    assert other.read_bytes() != before
     assert sorted(os.listdir(tmp_path)) == ["point-mass-beta", "point_mass_nnmppi_seed0.zip", "point_mass_nnmppi_seed1.zip"]
