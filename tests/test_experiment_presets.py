@@ -92,6 +92,16 @@ def test_presets_that_change_one_setting_keep_the_published_rest():
     assert point_mass["horizon"] == 30  # looking back as far as the planner looks ahead
 
 
+def test_past_horizon_runs_the_published_halfcheetah_beside_rl_zoos_sac():
+    """past-horizon: the published multi-shot HalfCheetah MaxDiff, and SAC with RL Zoo's HalfCheetah-v4 entry."""
+    paper = get_budget("paper")
+    cells = _cells("past-horizon")
+    published = cell_kwargs(_cells("ant-halfcheetah")[("halfcheetah multi-shot", "maxdiff")], paper)
+    assert cell_kwargs(cells[("halfcheetah", "maxdiff")], paper) == published
+    assert published["horizon"] == 10 and published["alpha"] == 5.0
+    assert cell_kwargs(cells[("halfcheetah", "sac-zoo")], paper) == {"learning_starts": 10_000}
+
+
 def test_swimmer_report_puts_ours_beside_the_published_curve_points():
     specs = build_specs("swimmer-methods", "reduced", [0, 1], settings=["heavy"], methods=["maxdiff"], steps=50_000)
     steps = np.arange(1000, 50_001, 1000)

@@ -406,6 +406,14 @@ PRESETS: dict[str, Preset] = {
             paper=False,
         ),
         Preset(
+            "past-horizon",
+            "Not in the paper: the paper's multi-shot HalfCheetah (horizon 10) with the published MaxDiff beside SB3's "
+            "SAC with RL Zoo's HalfCheetah hyperparameters (sac-zoo), the arms against which a planner that sees past "
+            "its horizon is read",
+            (preset_cell("halfcheetah", "maxdiff", HALF_CHEETAH), preset_cell("halfcheetah", SAC_ZOO, HALF_CHEETAH)),
+            paper=False,
+        ),
+        Preset(
             "ant-halfcheetah",
             "Supplementary: Ant and HalfCheetah, multi-shot and single-shot (K 1000 for HalfCheetah)",
             _grid({"ant multi-shot": ANT, "halfcheetah multi-shot": HALF_CHEETAH})

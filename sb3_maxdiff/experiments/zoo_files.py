@@ -11,12 +11,12 @@ from typing import Any
 
 import yaml
 
-from sb3_maxdiff.envs import SWIMMER_HEAVY, SWIMMER_LIGHT
+from sb3_maxdiff.envs import HALF_CHEETAH, SWIMMER_HEAVY, SWIMMER_LIGHT
 
 # SB3's SAC with RL Zoo's tuned hyperparameters: the baseline an RL Zoo user would pick
 SAC_ZOO = "sac-zoo"
 # the entry of RL Zoo's sac.yml that ``sac-zoo`` reads for each of our environments
-ZOO_ENTRIES = {SWIMMER_HEAVY: "Swimmer-v4", SWIMMER_LIGHT: "Swimmer-v4"}
+ZOO_ENTRIES = {SWIMMER_HEAVY: "Swimmer-v4", SWIMMER_LIGHT: "Swimmer-v4", HALF_CHEETAH: "HalfCheetah-v4"}
 
 
 def literal_policy_kwargs(text: str) -> dict[str, Any]:
