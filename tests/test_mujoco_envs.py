@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+import tempfile
 from typing import Any
 
 import gymnasium as gym
@@ -74,6 +78,37 @@ def test_the_light_tail_model_file_is_never_a_stale_one(tmp_path, monkeypatch):
     assert other != light
     masses = [mujoco.MjModel.from_xml_path(path).body("back").mass[0] for path in (light, other)]
     assert masses[1] == pytest.approx(5 * masses[0])
+
+
+def test_the_package_imports_from_the_temp_directory_after_a_light_tail_swimmer(tmp_path, monkeypatch):
+    """
+    The cache of the derived model lives where no import finds it: Python started in the temp directory (whose
+    path comes first on ``sys.path``) imports the package after a light-tail Swimmer was made, also with the user's
+    cache directory in that same folder.
+    """
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("SB3_MAXDIFF_CACHE", raising=False)
+    gym.make(SWIMMER_LIGHT).close()
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    code = "from sb3_maxdiff import MaxDiffMPPI; print(MaxDiffMPPI.__name__)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == "MaxDiffMPPI\n", done.stderr
+    assert os.listdir(tmp_path) == ["sb3-maxdiff"]  # the cache is there, under a name no import takes
+
+
+def test_the_cache_folder_moves_with_its_variable_and_falls_back_to_the_temp_directory(tmp_path, monkeypatch):
+    from sb3_maxdiff.envs import mujoco as paper_mujoco
+
+    monkeypatch.setenv("SB3_MAXDIFF_CACHE", str(tmp_path / "chosen"))
+    assert os.path.dirname(paper_mujoco.light_tail_swimmer_xml()) == str(tmp_path / "chosen")
+    monkeypatch.delenv("SB3_MAXDIFF_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user"))
+    assert paper_mujoco.default_cache_dir() == str(tmp_path / "user" / "sb3-maxdiff")
+    (tmp_path / "a-file").write_text("")  # no folder can be made under a file
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    assert paper_mujoco.default_cache_dir() == str(tmp_path / "tmp" / "sb3-maxdiff")
 
 
 def test_ant_reward_is_forward_velocity():

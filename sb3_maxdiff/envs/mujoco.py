@@ -20,12 +20,37 @@ def stock_asset_path(name: str) -> str:
     return os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets", name)
 
 
+# the environment variable that moves the folder of derived model files
+CACHE_DIR_VARIABLE = "SB3_MAXDIFF_CACHE"
+# the cache folder's name: not a Python identifier, so that no import can take the folder for the package
+CACHE_FOLDER = "sb3-maxdiff"
+
+
+def default_cache_dir() -> str:
+    """
+    Folder of the files the package derives and keeps: ``$SB3_MAXDIFF_CACHE`` where set, else ``sb3-maxdiff`` in
+    the user's cache directory (``$XDG_CACHE_HOME``, default ``~/.cache``), or in the temp directory where that
+    cannot be made.
+    """
+    if os.environ.get(CACHE_DIR_VARIABLE):
+        return os.environ[CACHE_DIR_VARIABLE]
+    user_cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(user_cache, CACHE_FOLDER)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:  # no writable home (some containers and CI jobs)
+        folder = os.path.join(tempfile.gettempdir(), CACHE_FOLDER)
+    return folder
+
+
 def light_tail_swimmer_xml(cache_dir: str | None = None) -> str:
     """
     Absolute path of the light-tail swimmer model: Gymnasium's stock ``swimmer.xml`` with only
     the density of the tail link (body ``back``) changed from 1000 to 100. The file is derived
     from the installed stock model (nothing of it is copied into this repository) and cached under
     a name made from its content, so that a changed stock model or density never reads a stale file.
+
+    :param cache_dir: folder of the cached file (default: :func:`default_cache_dir`)
     """
     tree = ET.parse(stock_asset_path("swimmer.xml"))
     tail = tree.getroot().find(".//body[@name='back']/geom")
@@ -33,7 +58,7 @@ def light_tail_swimmer_xml(cache_dir: str | None = None) -> str:
         raise RuntimeError("The stock swimmer.xml has no geom in body 'back': Gymnasium's model changed")
     tail.set("density", f"{LIGHT_TAIL_DENSITY:g}")
     content = ET.tostring(tree.getroot())
-    cache_dir = cache_dir or os.path.join(tempfile.gettempdir(), "sb3_maxdiff")
+    cache_dir = cache_dir or default_cache_dir()
     os.makedirs(cache_dir, exist_ok=True)
     path = os.path.join(cache_dir, f"swimmer_light_tail_{hashlib.sha256(content).hexdigest()[:16]}.xml")
     if not os.path.exists(path):
