@@ -220,6 +220,23 @@ def test_a_resumed_run_exports_its_episodes_at_their_steps_with_their_diagnostic
     assert [row["msd_exponent"] for row in exported] == [str(0.5 + index / 100) for index in range(11)]
 
 
+def test_tabulate_reads_a_resumed_runs_episode_ends_from_its_exported_steps(tmp_path):
+    """
+    A run stopped at 5,000 steps in its seventh episode and resumed: the episodes ending at 6,000 and 7,000 are read
+    there (their lengths would sum to 5,535 and 6,535, one episode early).
+    """
+    from sb3_maxdiff.experiments.tables import per_seed_values
+
+    lengths = [203, 1000, 332, 1000, 1000, 1000, 1000, 1000]
+    ends = [203, 1203, 1535, 2535, 3535, 4535, 6000, 7000]
+    rows = ["method,seed,episode,steps,return,length,full_length,kind"]
+    rows += [f"a,0,{index},{end},{-100.0 - index},{length},1,train" for index, (end, length) in enumerate(zip(ends, lengths))]
+    path = tmp_path / "episodes.csv"
+    path.write_text("\n".join(rows) + "\n")
+    values = per_seed_values(str(path), [5999, 6000, 6600, 7000])
+    assert [values[f"last episode at {at:,}"]["a"][0] for at in (5999, 6000, 6600, 7000)] == [-105.0, -106.0, -106.0, -107.0]
+
+
 def test_mann_whitney_exact_two_sided():
     # U = 0 with 3 against 3: two of the 20 equally likely rank splits are as extreme, p = 0.1
     assert mann_whitney_pvalue([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(0.1)

@@ -177,11 +177,15 @@ def _training_values(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """quantity -> value of one run's training episodes: its returns at the step counts, and its path diagnostics."""
     values, diagnostics = {}, {}
+    # an episode's end is the exported step count where there is one: a resumed run's episodes cut by a stop do not
+    # add up to its steps (the cut episode is not in the file, while its steps are)
+    ends = np.array([int(float(row["steps"])) for row in rows]) if rows[0].get("steps") else None
     if rows[0].get("length"):
         lengths = np.array([int(float(row["length"])) for row in rows])
     else:  # only the step count at each episode's end
-        lengths = np.diff([int(float(row["steps"])) for row in rows], prepend=0)
-    ends, returns = np.cumsum(lengths), np.array([float(row["return"]) for row in rows])
+        lengths = np.diff(ends, prepend=0)
+    ends = np.cumsum(lengths) if ends is None else ends
+    returns = np.array([float(row["return"]) for row in rows])
     at_steps = np.array(steps, dtype=int)
     last = value_at(ends, returns, at_steps)
     running = value_at(ends, returns, at_steps, running_max=True, full=_full_length(rows, lengths, full_length))
