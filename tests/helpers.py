@@ -52,15 +52,18 @@ class TargetActionModel(nn.Module):
 def cpu_platform() -> str:
     """
     The kind of host as far as float rounding goes: torch's minor version, the CPU capability its kernels use and
-    whether the CPU has AMX (hosts with AMX round some float32 kernels differently from those without), e.g.
-    ``"torch2.13-AVX512"`` or ``"torch2.13-AVX512-AMX"``.
+    whether the CPU is of the AMX generation (Intel's from Sapphire Rapids on round some float32 kernels differently
+    from older ones), e.g. ``"torch2.13-AVX512"`` or ``"torch2.13-AVX512-AMX"``. That generation is told by
+    ``amx_tile`` or, where a virtual machine hides the AMX flags, by ``avx512_fp16``, which only it has: an Emerald
+    Rapids VM that shows no AMX flag rounds as the AMX hosts.
     """
     version = ".".join(th.__version__.split("+")[0].split(".")[:2])
     try:
         with open("/proc/cpuinfo") as file:
-            amx = any(line.startswith("flags") and " amx_tile" in line for line in file)
+            flags = next((set(line.split(":", 1)[1].split()) for line in file if line.startswith("flags")), set())
     except OSError:
-        amx = False
+        flags = set()
+    amx = bool(flags & {"amx_tile", "avx512_fp16"})
     return f"torch{version}-{th.backends.cpu.get_cpu_capability()}{'-AMX' if amx else ''}"
 
 
