@@ -88,6 +88,9 @@ def test_maxdiff_signature_lists_every_parameter_of_nnmppi():
 
     maxdiff, nnmppi = inspect.signature(MaxDiffMPPI).parameters, inspect.signature(NNMPPI).parameters
     assert set(nnmppi) <= set(maxdiff) and not any(param.kind is param.VAR_KEYWORD for param in maxdiff.values())
+    assert "__signature__" not in vars(MaxDiffMPPI.__init__)  # written out, not patched in
+    documented = set(re.findall(r":param (\w+):", MaxDiffMPPI.__doc__ or ""))
+    assert set(maxdiff) - {"self"} <= documented, sorted(set(maxdiff) - documented)
     assert maxdiff["horizon"].default == 40 and maxdiff["terminal_value"].default is False
     assert maxdiff["control_cost"].default is False  # MaxDiff's own default, not NN-MPPI's
     MaxDiffMPPI(SWIMMER_HEAVY, horizon=5, n_samples=8)  # the listed keywords still reach NN-MPPI

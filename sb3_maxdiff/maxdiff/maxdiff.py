@@ -5,15 +5,14 @@ MaxDiff RL with an MPPI planner: NN-MPPI whose sample scores carry the path-entr
 Nature Machine Intelligence 2024, https://doi.org/10.1038/s42256-024-00829-3
 """
 
-import inspect
 import numbers
-from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch as th
+from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.preprocessing import get_flattened_obs_dim
-from stable_baselines3.common.type_aliases import MaybeCallback
+from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 
 from sb3_maxdiff.common.auto_alpha import (
     DEFAULT_RATE,
@@ -23,10 +22,12 @@ from sb3_maxdiff.common.auto_alpha import (
     parse_auto_alpha,
     update_auto_alpha,
 )
+from sb3_maxdiff.common.buffers import NextActionReplayBuffer
 from sb3_maxdiff.common.entropy import PathEntropySettings, make_path_entropy
 from sb3_maxdiff.common.schedules import AlphaSchedule, alpha_value, as_alpha_schedule
 from sb3_maxdiff.common.utils import check_flag, is_per_agent, saved_data_keys
 from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
+from sb3_maxdiff.nnmppi.policies import MPPIPolicy
 
 SelfMaxDiffMPPI = TypeVar("SelfMaxDiffMPPI", bound="MaxDiffMPPI")
 
@@ -36,7 +37,7 @@ class MaxDiffMPPI(NNMPPI):
     MaxDiff RL, model-based. Same as :class:`NNMPPI` except that each sampled
     path ``k`` is scored ``R_k + alpha * S_k`` with ``S_k = 0.5 * log det(W cov(X_k) W)`` over the
     predicted states ``X_k`` restricted to ``explr_dims``, and that, as in the published runs, the
-    control term is off by default.
+    control term is off by default. The parameters after ``entropy_jitter`` are NN-MPPI's, keyword-only.
 
     :param policy: "MlpPolicy", a policy class, or directly the environment (instance or id)
     :param env: the environment (instance or registered id)
@@ -72,14 +73,54 @@ class MaxDiffMPPI(NNMPPI):
         included) ahead of each planned path before taking its entropy, so that moving away from where the agent
         has just been pays (the look back in time of the paper's model-free variant, here inside the planner);
         0 (default): the planned path alone, as published. Planned eagerly where ``cuda_graph=True``
-    :param kwargs: every other parameter of :class:`NNMPPI` (horizon, n_samples, temperature, ...), which the signature
-        lists (keyword-only)
+    :param learning_rate: model learning rate (float or schedule)
+    :param buffer_size: replay buffer size
+    :param learning_starts: no model updates for this many steps (and random actions with ``warmup_actions="random"``)
+    :param batch_size: model minibatch size
+    :param train_freq: update the model every ``train_freq`` steps (int or (int, unit))
+    :param gradient_steps: model updates after each rollout (-1: as many as env steps)
+    :param horizon: planning horizon H
+    :param n_samples: sampled action sequences K per environment
+    :param temperature: MPPI temperature lambda (> 0)
+    :param noise_std: std sigma of the sampling noise (> 0); 0.3 in every published run
+    :param terminal_value: not in the paper: learn a value ``V(s)`` by TD on the replay buffer, with a target network,
+        and score each sampled path by ``sum_t gamma^t r_t + gamma^H V(s_H)``, so that the planner sees past its
+        horizon (as TD-MPC does); its hidden layers are ``policy_kwargs["value_net_arch"]`` (default ``net_arch``)
+    :param gamma: discount of the planned rewards and of the value's TD target (with ``terminal_value`` only)
+    :param tau: Polyak step of the value's target network after each model update (with ``terminal_value`` only)
+    :param action_semantics: ``"bounded"``: sampled actions are clipped to the bounds before the rollout.
+        ``"authors"``: as published, the raw planner action is stored and sent to the env, which applies or clips it
+    :param warmup_actions: ``"random"``: uniformly random actions for the first ``learning_starts`` steps;
+        ``"planner"``: plan with the untrained model from the first step, as the authors did
+    :param independent_agents: True: each environment gets an agent of its own (model, optimizer state, replay
+        column, warm start, schedules), as separate runs would, planned and trained in one batched call;
+        ``learning_starts`` and ``buffer_size`` are then per agent, ``total_timesteps`` counts every agent's steps (as
+        in SB3), and :meth:`agent` extracts one agent. False: one model learns from every environment
+    :param planner_dtype: dtype of the planner's rollouts: "float32", "bfloat16" (only where the hardware has bfloat16
+        matrix units) or "auto" (bfloat16 where the device has them and it plans this model faster, decided at setup
+        and at load; ``planner_dtype_timings`` holds the timings); training is float32
+    :param cuda_graph: on CUDA, replay the planning step, and the updates of independent agents, as captured CUDA
+        graphs (the same random draws as eager); how to run, not saved: pass it to ``load`` too, like ``device``
+    :param overlap_updates: make a step's model updates as soon as its actions are planned, before the environments
+        step (on a GPU they then run while the host steps the environments); the same results, and a callback's
+        ``on_step`` sees the model after them; needs ``train_freq=1``; how to run, not saved
+    :param action_noise: SB3's exploration noise, added to the planner's (normalised) action during training
+    :param replay_buffer_class: :class:`NextActionReplayBuffer` or a subclass (the reward target needs the next action)
+    :param optimize_memory_usage: only False (the buffer keeps the next action, and where an episode broke off)
+    :param replay_buffer_kwargs: keyword arguments of :class:`NextActionReplayBuffer`
+    :param policy_kwargs: policy keyword arguments (``net_arch``, ``activation_fn``, ``optimizer_kwargs``, ...)
+    :param stats_window_size: window of the rollout logging averages
+    :param tensorboard_log: tensorboard log folder (None: no logging)
+    :param verbose: 0 none, 1 info, 2 debug
+    :param seed: random seed
+    :param device: "auto", "cpu" or "cuda"
+    :param _init_setup_model: whether to build the networks at creation
     """
 
     def __init__(
         self,
-        policy: Any = "MlpPolicy",
-        env: Any = None,
+        policy: str | type[MPPIPolicy] | GymEnv = "MlpPolicy",
+        env: GymEnv | str | None = None,
         alpha: AlphaSchedule | list[AlphaSchedule] = 5.0,
         explr_dims: list[int] | None = None,
         explr_weights: list[float] | None = None,
@@ -91,8 +132,37 @@ class MaxDiffMPPI(NNMPPI):
         alpha_rate: float = DEFAULT_RATE,
         history: int = 0,
         entropy_jitter: str | None = None,
+        *,
+        learning_rate: float | Schedule = 3e-4,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 256,
+        batch_size: int = 128,
+        train_freq: int | tuple[int, str] = 1,
+        gradient_steps: int = 5,
+        horizon: int = 40,
+        n_samples: int = 500,
+        temperature: float = 0.5,
+        noise_std: float = 0.3,
+        terminal_value: bool = False,
+        gamma: float = 0.99,
+        tau: float = 0.005,
+        action_semantics: str = "bounded",
+        warmup_actions: str = "random",
+        independent_agents: bool = False,
+        planner_dtype: str = "float32",
+        cuda_graph: bool = False,
+        overlap_updates: bool = False,
+        action_noise: ActionNoise | None = None,
+        replay_buffer_class: type[NextActionReplayBuffer] | None = None,
+        optimize_memory_usage: bool = False,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
         _init_setup_model: bool = True,
-        **kwargs: Any,
     ):
         if is_per_agent(alpha):
             if len(alpha) == 0:
@@ -113,7 +183,41 @@ class MaxDiffMPPI(NNMPPI):
         self.entropy_top_m = entropy_top_m
         self.entropy_jitter = entropy_jitter
         self.history = history
-        super().__init__(policy, env, control_cost=control_cost, _init_setup_model=False, **kwargs)
+        super().__init__(
+            policy,
+            env,
+            learning_rate=learning_rate,
+            buffer_size=buffer_size,
+            learning_starts=learning_starts,
+            batch_size=batch_size,
+            train_freq=train_freq,
+            gradient_steps=gradient_steps,
+            horizon=horizon,
+            n_samples=n_samples,
+            temperature=temperature,
+            control_cost=control_cost,
+            noise_std=noise_std,
+            terminal_value=terminal_value,
+            gamma=gamma,
+            tau=tau,
+            action_semantics=action_semantics,
+            warmup_actions=warmup_actions,
+            independent_agents=independent_agents,
+            planner_dtype=planner_dtype,
+            cuda_graph=cuda_graph,
+            overlap_updates=overlap_updates,
+            action_noise=action_noise,
+            replay_buffer_class=replay_buffer_class,
+            optimize_memory_usage=optimize_memory_usage,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+            _init_setup_model=False,
+        )
         if _init_setup_model:
             self._setup_model()
 
@@ -270,25 +374,6 @@ class MaxDiffMPPI(NNMPPI):
         if "entropy_jitter" not in kwargs and "entropy_jitter" not in saved_data_keys(path):
             kwargs["entropy_jitter"] = "diagonal"  # the jitter every MaxDiff used before the option
         return super().load(path, *args, **kwargs)
-
-
-def _full_signature(own: Callable[..., Any], base: Callable[..., Any]) -> inspect.Signature:
-    """
-    The signature of ``own`` (which passes ``**kwargs`` on to ``base``) with ``**kwargs`` replaced by the parameters of
-    ``base`` it does not name, keyword-only: what ``help()``, IDEs that read it and the API docs then show.
-    """
-    own_signature = inspect.signature(own)
-    named = [param for param in own_signature.parameters.values() if param.kind is not param.VAR_KEYWORD]
-    names = {param.name for param in named}
-    passed_on = [
-        param.replace(kind=inspect.Parameter.KEYWORD_ONLY)
-        for param in inspect.signature(base).parameters.values()
-        if param.name not in names and param.kind is param.POSITIONAL_OR_KEYWORD
-    ]
-    return own_signature.replace(parameters=[*named, *passed_on])
-
-
-MaxDiffMPPI.__init__.__signature__ = _full_signature(MaxDiffMPPI.__init__, NNMPPI.__init__)  # type: ignore[attr-defined]
 
 
 def _as_alpha(alpha: Any) -> Any:
