@@ -182,8 +182,10 @@ def _training_values(
     ends = np.array([int(float(row["steps"])) for row in rows]) if rows[0].get("steps") else None
     if rows[0].get("length"):
         lengths = np.array([int(float(row["length"])) for row in rows])
-    else:  # only the step count at each episode's end
+    elif ends is not None:  # only the step count at each episode's end
         lengths = np.diff(ends, prepend=0)
+    else:
+        raise ValueError("an exported episode row needs a 'length' or a 'steps' column; it has " + ", ".join(rows[0]))
     ends = np.cumsum(lengths) if ends is None else ends
     returns = np.array([float(row["return"]) for row in rows])
     at_steps = np.array(steps, dtype=int)
