@@ -2,6 +2,7 @@
 
 import itertools
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch as th
@@ -285,6 +286,7 @@ class DynamicsRewardBase(nn.Module):
         state_bound: float,
         dtype: th.dtype = th.float32,
         value_discount: float | None = None,
+        terminal: Callable[[th.Tensor], th.Tensor] | None = None,
     ) -> tuple[th.Tensor, th.Tensor]:
         """
         The planner's rollout of the mean dynamics (see :func:`fused_rollout`), over any leading axes; for
@@ -295,7 +297,9 @@ class DynamicsRewardBase(nn.Module):
         :param state_bound: predicted states are clamped to [-state_bound, state_bound]
         :param dtype: compute dtype of the multiplies (float32 or bfloat16)
         :param value_discount: None: the predicted rewards summed (as published). A discount gamma: the return
-            ``sum_t gamma^t r_t + gamma^H V(s_H)`` with the learned terminal value (the model needs a value net)
+            ``sum_t gamma^t r_t + gamma^H V(s_H)`` with ``terminal`` as ``V``, or the model's learned terminal value
+            (the model then needs a value net)
+        :param terminal: the terminal value of states, (..., n) -> (...) (None: the model's value net)
         :return: predicted returns (*lead,) and the visited states s_0 .. s_{H-1}, shape (*lead, H, n)
         """
         agents = self.agent_axes
@@ -308,7 +312,7 @@ class DynamicsRewardBase(nn.Module):
         obs = obs.reshape(*agents, -1, obs.shape[-1])
         final_state = None
         if value_discount is not None:
-            if not self.has_value:
+            if terminal is None and not self.has_value:
                 raise ValueError("value_discount needs a model with a value net (value_net_arch; terminal_value=True)")
             final_state = th.empty_like(obs)
         returns, visited = fused_rollout(
@@ -324,7 +328,8 @@ class DynamicsRewardBase(nn.Module):
         )
         if final_state is not None:
             assert value_discount is not None
-            returns = returns + value_discount ** actions.shape[-2] * self.terminal_value(final_state)
+            value = self.terminal_value if terminal is None else terminal
+            returns = returns + value_discount ** actions.shape[-2] * value(final_state)
         return returns.view(lead), visited.view(*lead, *visited.shape[-2:])
 
     def loss(

@@ -5,8 +5,9 @@ batched over samples and parallel environments, each environment with its own wa
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import torch as th
 
@@ -111,7 +112,10 @@ class PlannerSettings:
         for known dynamics)
     :param dtype: compute dtype of the model rollouts, "float32" or "bfloat16" (see :func:`rollout`)
     :param value_discount: None: a sample's return is its predicted rewards summed (as published). A discount gamma
-        in (0, 1]: ``sum_t gamma^t r_t + gamma^H V(s_H)``, with the model's learned terminal value ``V``
+        in (0, 1]: ``sum_t gamma^t r_t + gamma^H V(s_H)``, with the planner's prior's value where it has a prior
+        (:class:`PlannerPrior`), else the model's learned terminal value ``V``
+    :param prior_samples: how many of the ``n_samples`` sequences are the prior's rollouts through the model instead
+        of noise around the nominal (0: none; more needs a planner with a prior)
     """
 
     horizon: int = 40
@@ -123,6 +127,7 @@ class PlannerSettings:
     state_bound: float = 1e6
     dtype: str = "float32"
     value_discount: float | None = None
+    prior_samples: int = 0
 
     def __post_init__(self) -> None:
         self.check()
@@ -144,6 +149,8 @@ class PlannerSettings:
         planner_compute_dtype(self.dtype)
         if self.value_discount is not None:
             check_fraction("value_discount", self.value_discount)
+        if not (isinstance(self.prior_samples, int) and 0 <= self.prior_samples < self.n_samples):
+            raise ValueError(f"prior_samples must be an int in [0, n_samples={self.n_samples}), got {self.prior_samples!r}")
         return self
 
     @property
@@ -169,11 +176,17 @@ def _flags(flags: tuple[bool, ...], dtype: th.dtype, device: th.device) -> th.Te
 
 
 def _generic_rollout(
-    model: th.nn.Module, obs: th.Tensor, actions: th.Tensor, state_bound: float, value_discount: float | None = None
+    model: th.nn.Module,
+    obs: th.Tensor,
+    actions: th.Tensor,
+    state_bound: float,
+    value_discount: float | None = None,
+    terminal: Callable[[th.Tensor], th.Tensor] | None = None,
 ) -> tuple[th.Tensor, th.Tensor]:
     """
     Step any ``model(state, action) -> (next_state, reward)`` over (B, .) rows (e.g. known dynamics in the tests);
-    with ``value_discount``, the rewards discounted and ``gamma^H * model.terminal_value(s_H)`` added.
+    with ``value_discount``, the rewards discounted and ``gamma^H * terminal(s_H)`` added (default
+    ``model.terminal_value``).
     """
     lead = obs.shape[:-1]
     state = obs.reshape(-1, obs.shape[-1])
@@ -187,7 +200,8 @@ def _generic_rollout(
         weight *= 1.0 if value_discount is None else value_discount
         state = next_state if state_bound == math.inf else next_state.clamp(-state_bound, state_bound)
     if value_discount is not None:
-        total_reward = total_reward + weight * model.terminal_value(state)  # type: ignore[operator]
+        value = model.terminal_value if terminal is None else terminal
+        total_reward = total_reward + weight * value(state)  # type: ignore[operator]
     states = th.stack(visited, dim=1)
     return total_reward.view(lead), states.view(*lead, *states.shape[-2:])
 
@@ -199,6 +213,7 @@ def rollout(
     state_bound: float,
     dtype: th.dtype = th.float32,
     value_discount: float | None = None,
+    terminal: Callable[[th.Tensor], th.Tensor] | None = None,
 ) -> tuple[th.Tensor, th.Tensor]:
     """
     Roll ``model`` out from ``obs`` under each action sequence: the model's own fused ``rollout`` where it
@@ -211,17 +226,60 @@ def rollout(
     :param state_bound: predicted states are clamped to [-state_bound, state_bound]
     :param dtype: compute dtype of the multiplies (float32 or bfloat16; the loop ignores it)
     :param value_discount: None: the predicted rewards summed. A discount gamma: ``sum_t gamma^t r_t + gamma^H
-        V(s_H)`` with the model's ``terminal_value`` (which the model must have)
+        V(s_H)`` with ``terminal`` as ``V``, or the model's ``terminal_value`` (which the model must then have)
+    :param terminal: the terminal value of states, (..., n) -> (...) (None: the model's own)
     :return: predicted returns (*lead,) and the visited states s_0 .. s_{H-1}, shape (*lead, H, n)
     """
-    if value_discount is not None and not hasattr(model, "terminal_value"):
+    if value_discount is not None and terminal is None and not hasattr(model, "terminal_value"):
         raise ValueError(f"a terminal value needs a model with a terminal_value method, got {type(model).__name__}")
     fused = getattr(model, "rollout", None)
     if fused is None:
-        return _generic_rollout(model, obs, actions, state_bound, value_discount)
+        return _generic_rollout(model, obs, actions, state_bound, value_discount, terminal)
     if value_discount is None:
         return fused(obs, actions, state_bound, dtype)
-    return fused(obs, actions, state_bound, dtype, value_discount)
+    if terminal is None:
+        return fused(obs, actions, state_bound, dtype, value_discount)
+    return fused(obs, actions, state_bound, dtype, value_discount, terminal)
+
+
+class PlannerPrior(Protocol):
+    """A policy beside the planner (e.g. :class:`~sb3_maxdiff.common.actor_critic.ActorCritic`): it values the
+    states a path ends in and proposes actions."""
+
+    def value(self, obs: th.Tensor) -> th.Tensor:
+        """The terminal value of states, (..., n) -> (...)."""
+
+    def act(self, obs: th.Tensor, generator: th.Generator | None = None) -> tuple[th.Tensor, th.Tensor]:
+        """The mean action and a drawn one for states (B, n), both (B, m) in [-1, 1]."""
+
+
+def prior_paths(
+    prior: PlannerPrior,
+    model: th.nn.Module,
+    obs: th.Tensor,
+    n_paths: int,
+    horizon: int,
+    state_bound: float,
+    generator: th.Generator | None = None,
+) -> th.Tensor:
+    """
+    Action sequences of the prior through the model's mean dynamics, ``a_t`` from ``s_t`` and ``s_{t+1} = model(s_t,
+    a_t)``: for each environment first the prior's mean actions, then ``n_paths`` paths of drawn ones.
+
+    :param obs: start states, shape (E, n)
+    :return: shape (E, 1 + n_paths, H, m)
+    """
+    n_envs, rows = obs.shape[0], 1 + n_paths
+    state = obs[:, None].expand(n_envs, rows, obs.shape[-1]).reshape(n_envs * rows, obs.shape[-1])
+    is_mean = (th.arange(n_envs * rows, device=obs.device) % rows == 0)[:, None]
+    actions = []
+    for _ in range(horizon):
+        mean, drawn = prior.act(state, generator)
+        action = th.where(is_mean, mean, drawn).to(obs.dtype)
+        actions.append(action)
+        state, _ = model(state, action)
+        state = state.clamp(-state_bound, state_bound)
+    return th.stack(actions, dim=1).view(n_envs, rows, horizon, -1)
 
 
 class MPPIPlanner:
@@ -231,6 +289,10 @@ class MPPIPlanner:
     :param action_dim: size of the (normalised) action
     :param settings: the planner's settings (horizon, samples, temperature, noise, ...)
     :param entropy_bonus: the MaxDiff term with its weight; None for plain NN-MPPI
+    :param prior: a policy beside the planner (None: none, as published): its value is the terminal value of each
+        path (with ``settings.value_discount``), its mean actions fill the nominal where the warm start has nothing
+        (at an episode's start, and the step shifted in at the end), and ``settings.prior_samples`` of the samples
+        are its rollouts through the model
     :param settings_kwargs: the fields of :class:`PlannerSettings` as keywords, instead of ``settings``
     """
 
@@ -239,6 +301,7 @@ class MPPIPlanner:
         action_dim: int,
         settings: PlannerSettings | None = None,
         entropy_bonus: EntropyBonus | None = None,
+        prior: PlannerPrior | None = None,
         **settings_kwargs: Any,
     ):
         if settings is not None and settings_kwargs:
@@ -247,6 +310,9 @@ class MPPIPlanner:
         self.settings = PlannerSettings(**settings_kwargs) if settings is None else settings
         self.action_dim = action_dim
         self.entropy_bonus = entropy_bonus
+        if self.settings.prior_samples > 0 and prior is None:
+            raise ValueError(f"prior_samples={self.settings.prior_samples} needs a planner with a prior (got None)")
+        self.prior = prior
         self._filter: th.Tensor | None = None
 
     @property
@@ -326,20 +392,33 @@ class MPPIPlanner:
             raise ValueError(
                 f"control_cost holds one flag per agent ({len(flags)}): plan for one environment per agent, got {n_envs}"
             )
-        # 1. warm start: the previous nominal shifted one step (zero where an episode starts)
+        # 1. warm start: the previous nominal shifted one step (zero where an episode starts); with a prior, its mean
+        # actions where the warm start has nothing
         nominal = warm_start(nominal, reset)
-        # 2. smoothed noise, drawn up front for all envs, samples and steps
+        n_prior, terminal = settings.prior_samples, None
+        if self.prior is not None:
+            paths = prior_paths(self.prior, model, obs, n_prior, horizon, settings.state_bound, generator)
+            if reset is not None:
+                nominal = th.where(reset[:, None, None], paths[:, 0], nominal)
+            nominal = th.cat([nominal[:, :-1], paths[:, 0, -1:]], dim=1)
+            terminal = self.prior.value
+        # 2. smoothed noise, drawn up front for all envs, samples and steps (the prior's paths are the last samples)
         noise = th.randn(
-            (n_envs, n_samples, horizon, self.action_dim), device=obs.device, dtype=obs.dtype, generator=generator
+            (n_envs, n_samples - n_prior, horizon, self.action_dim), device=obs.device, dtype=obs.dtype, generator=generator
         )
         noise = self._smoothing(obs.device, obs.dtype) @ (noise * settings.noise_std)
         samples = nominal[:, None] + noise
         if settings.clip_samples:
             samples = samples.clamp(-1.0, 1.0)
             noise = samples - nominal[:, None]
+        if n_prior > 0:
+            samples = th.cat([samples, paths[:, 1:]], dim=1)
+            noise = th.cat([noise, paths[:, 1:] - nominal[:, None]], dim=1)
         # 3. one batched rollout over E * K samples: returns (E, K), states (E, K, H, n)
         start = obs[:, None].expand(n_envs, n_samples, obs.shape[-1])
-        returns, states = rollout(model, start, samples, settings.state_bound, settings.compute_dtype, settings.value_discount)
+        returns, states = rollout(
+            model, start, samples, settings.state_bound, settings.compute_dtype, settings.value_discount, terminal
+        )
         # 4. scores: predicted return, control term (NN-MPPI), path entropy (MaxDiff)
         scores, entropy = self.scores(returns, noise, states, history, generator)
         finite = th.isfinite(scores)

@@ -83,11 +83,19 @@ class MaxDiffMPPI(NNMPPI):
     :param n_samples: sampled action sequences K per environment
     :param temperature: MPPI temperature lambda (> 0)
     :param noise_std: std sigma of the sampling noise (> 0); 0.3 in every published run
-    :param terminal_value: not in the paper: learn a value ``V(s)`` by TD on the replay buffer, with a target network,
-        and score each sampled path by ``sum_t gamma^t r_t + gamma^H V(s_H)``, so that the planner sees past its
-        horizon (as TD-MPC does); its hidden layers are ``policy_kwargs["value_net_arch"]`` (default ``net_arch``)
-    :param gamma: discount of the planned rewards and of the value's TD target (with ``terminal_value`` only)
-    :param tau: Polyak step of the value's target network after each model update (with ``terminal_value`` only)
+    :param terminal_value: not in the paper: score each sampled path by ``sum_t gamma^t r_t + gamma^H V(s_H)``, so that
+        the planner sees past its horizon. ``True`` or ``"v"``: ``V`` is a value of the replay buffer's behaviour,
+        learned by TD with the model (hidden layers ``policy_kwargs["value_net_arch"]``, default ``net_arch``).
+        ``"q"``: ``V(s) = Q(s, pi(s))``, twin critics of an actor trained with SAC's losses on the same minibatches
+        (hidden layers ``policy_kwargs["critic_net_arch"]``, default [256, 256]), as TD-MPC2 and LOOP do; the actor
+        also proposes ``actor_samples`` of the samples and acts alone with ``predict(..., planner=False)``.
+        False: the published planner
+    :param gamma: discount of the planned rewards and of the value's (or critics') TD target (with ``terminal_value``)
+    :param tau: Polyak step of the value's (or critics') target network after each update (with ``terminal_value``)
+    :param actor_samples: with ``terminal_value="q"``, the share of the ``n_samples`` sequences that are the actor's
+        rollouts through the model (rounded; 0: none)
+    :param actor_bc_coef: with ``terminal_value="q"``, the weight of ``mean((mu(s) - a)^2)`` in the actor's loss,
+        pulling its mean action toward the planner's executed action (0: SAC's actor)
     :param action_semantics: ``"bounded"``: sampled actions are clipped to the bounds before the rollout.
         ``"authors"``: as published, the raw planner action is stored and sent to the env, which applies or clips it
     :param warmup_actions: ``"random"``: uniformly random actions for the first ``learning_starts`` steps;
@@ -143,9 +151,11 @@ class MaxDiffMPPI(NNMPPI):
         n_samples: int = 500,
         temperature: float = 0.5,
         noise_std: float = 0.3,
-        terminal_value: bool = False,
+        terminal_value: bool | str = False,
         gamma: float = 0.99,
         tau: float = 0.005,
+        actor_samples: float = 0.05,
+        actor_bc_coef: float = 0.0,
         action_semantics: str = "bounded",
         warmup_actions: str = "random",
         independent_agents: bool = False,
@@ -200,6 +210,8 @@ class MaxDiffMPPI(NNMPPI):
             terminal_value=terminal_value,
             gamma=gamma,
             tau=tau,
+            actor_samples=actor_samples,
+            actor_bc_coef=actor_bc_coef,
             action_semantics=action_semantics,
             warmup_actions=warmup_actions,
             independent_agents=independent_agents,

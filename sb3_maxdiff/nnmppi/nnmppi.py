@@ -22,6 +22,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import update_learning_rate
 
+from sb3_maxdiff.common.actor_critic import ActorCriticLosses
 from sb3_maxdiff.common.agents import AgentLayout, IndependentAgentsMixin, check_agent_env, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer, check_replay_buffer
 from sb3_maxdiff.common.entropy import PathEntropySettings
@@ -45,6 +46,7 @@ from sb3_maxdiff.nnmppi.policies import MlpPolicy, MPPIPolicy
 SelfNNMPPI = TypeVar("SelfNNMPPI", bound="NNMPPI")
 
 ACTION_SEMANTICS = ("bounded", "authors")
+TERMINAL_VALUE_CHOICES = (False, True, "v", "q")
 WARMUP_ACTIONS = ("random", "planner")
 
 
@@ -72,11 +74,19 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
     :param noise_std: std sigma of the sampling noise (> 0); 0.3 in every published run
     :param control_cost: add ``lambda * sum_t log N(eta_t; 0, sigma^2)`` to the sample scores (as published); a list
         of bools gives each independent agent its own
-    :param terminal_value: not in the paper: learn a value ``V(s)`` by TD on the replay buffer, with a target network,
-        and score each sampled path by ``sum_t gamma^t r_t + gamma^H V(s_H)``, so that the planner sees past its
-        horizon (as TD-MPC does); its hidden layers are ``policy_kwargs["value_net_arch"]`` (default ``net_arch``)
-    :param gamma: discount of the planned rewards and of the value's TD target (with ``terminal_value`` only)
-    :param tau: Polyak step of the value's target network after each model update (with ``terminal_value`` only)
+    :param terminal_value: not in the paper: score each sampled path by ``sum_t gamma^t r_t + gamma^H V(s_H)``, so that
+        the planner sees past its horizon. ``True`` or ``"v"``: ``V`` is a value of the replay buffer's behaviour,
+        learned by TD with the model (hidden layers ``policy_kwargs["value_net_arch"]``, default ``net_arch``).
+        ``"q"``: ``V(s) = Q(s, pi(s))``, twin critics of an actor trained with SAC's losses on the same minibatches
+        (hidden layers ``policy_kwargs["critic_net_arch"]``, default [256, 256]), as TD-MPC2 and LOOP do; the actor
+        also proposes ``actor_samples`` of the samples and acts alone with ``predict(..., planner=False)``.
+        False: the published planner
+    :param gamma: discount of the planned rewards and of the value's (or critics') TD target (with ``terminal_value``)
+    :param tau: Polyak step of the value's (or critics') target network after each update (with ``terminal_value``)
+    :param actor_samples: with ``terminal_value="q"``, the share of the ``n_samples`` sequences that are the actor's
+        rollouts through the model (rounded; 0: none)
+    :param actor_bc_coef: with ``terminal_value="q"``, the weight of ``mean((mu(s) - a)^2)`` in the actor's loss,
+        pulling its mean action toward the planner's executed action (0: SAC's actor)
     :param action_semantics: ``"bounded"``: sampled actions are clipped to the bounds before the rollout.
         ``"authors"``: as published, the raw planner action is stored and sent to the env, which applies or clips it
     :param warmup_actions: ``"random"``: uniformly random actions for the first ``learning_starts`` steps;
@@ -125,9 +135,11 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         temperature: float = 0.5,
         noise_std: float = 0.3,
         control_cost: bool | list[bool] = True,
-        terminal_value: bool = False,
+        terminal_value: bool | str = False,
         gamma: float = 0.99,
         tau: float = 0.005,
+        actor_samples: float = 0.05,
+        actor_bc_coef: float = 0.0,
         action_semantics: str = "bounded",
         warmup_actions: str = "random",
         independent_agents: bool = False,
@@ -157,9 +169,19 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         self.noise_std = noise_std
         self.control_cost = list(control_cost) if is_per_agent(control_cost) else control_cost
         self.action_semantics = action_semantics
-        self.terminal_value = check_flag("terminal_value", terminal_value)
+        if isinstance(terminal_value, (bool, np.bool_)):
+            terminal_value = bool(terminal_value)
+        elif terminal_value not in ("v", "q"):
+            raise ValueError(f"terminal_value must be one of {list(TERMINAL_VALUE_CHOICES)}, got {terminal_value!r}")
+        self.terminal_value = terminal_value
         self.gamma = check_fraction("gamma", gamma)
         self.tau = check_fraction("tau", tau)
+        if not (isinstance(actor_samples, (int, float)) and 0.0 <= actor_samples < 1.0):
+            raise ValueError(f"actor_samples must be a share in [0, 1), got {actor_samples!r}")
+        self.actor_samples = float(actor_samples)
+        if not (isinstance(actor_bc_coef, (int, float)) and actor_bc_coef >= 0.0):
+            raise ValueError(f"actor_bc_coef must be a number >= 0, got {actor_bc_coef!r}")
+        self.actor_bc_coef = float(actor_bc_coef)
         check_choice("planner_dtype", planner_dtype, PLANNER_DTYPE_CHOICES)
         self.planner_dtype = planner_dtype
         self._reset_planner_dtype()
@@ -170,6 +192,7 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         check_choice("warmup_actions", warmup_actions, WARMUP_ACTIONS)
         self.independent_agents = check_flag("independent_agents", independent_agents)
         self.cuda_graph = check_flag("cuda_graph", cuda_graph)
+        self._check_critic_options()
         self.overlap_updates = check_flag("overlap_updates", overlap_updates)
         replay_buffer_class = check_replay_buffer(buffer_size, replay_buffer_class, optimize_memory_usage)
         super().__init__(
@@ -201,10 +224,27 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         self.agents: AgentLayout | None = None  # what differs between the two, set up with the model
         self._plans = PlanCarry()  # the warm start and visited states, from one training plan to the next
         self._stats = TrainingStats()
+        self._critic_losses: list[ActorCriticLosses] = []  # on the device until the logs are written
         if _init_setup_model:
             self._setup_model()
 
     # ----- setup -----------------------------------------------------------------------------
+    @property
+    def value_kind(self) -> str | None:
+        """What scores the end of a planned path: "v" (a value learned with the model), "q" (an actor's critic), None."""
+        if self.terminal_value is False:
+            return None
+        return "v" if self.terminal_value is True else str(self.terminal_value)
+
+    def _check_critic_options(self) -> None:
+        """The actor-critic (``terminal_value="q"``) is one model's, planned eagerly: refuse the options it lacks."""
+        if self.value_kind != "q":
+            return
+        if self.independent_agents:
+            raise ValueError("terminal_value='q' is not available with independent_agents=True; use 'v' or one agent")
+        if self.cuda_graph:
+            raise ValueError("terminal_value='q' plans eagerly: cuda_graph=True is not available with it")
+
     def _make_path_entropy(self) -> PathEntropySettings | None:
         """The MaxDiff term; NN-MPPI has none."""
         return None
@@ -220,7 +260,8 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
             control_cost=tuple(self.control_cost) if is_per_agent(self.control_cost) else self.control_cost,
             clip_samples=self.action_semantics == "bounded",
             dtype=self._planner_dtype_in_use,
-            value_discount=self.gamma if self.terminal_value else None,
+            value_discount=self.gamma if self.value_kind else None,
+            prior_samples=round(self.actor_samples * self.n_samples) if self.value_kind == "q" else 0,
         )
 
     def _per_agent_settings(self) -> dict[str, list | tuple]:
@@ -228,6 +269,7 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
 
     def _setup_model(self) -> None:
         check_spaces(self.observation_space, self.action_space)
+        self._check_critic_options()  # at load too: cuda_graph comes from the caller there
         self._reset_planner_dtype()  # at load too: planner_dtype comes from the saved file or the caller
         check_agent_env(self.independent_agents, self.n_agents, self.n_envs, self._vec_normalize_env)
         self._check_per_agent_settings()
@@ -246,6 +288,8 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
             "n_agents": self.agents.batched,
             "cuda_graph": self.cuda_graph,
             "value_tau": self.tau,
+            "terminal_value": self.value_kind,
+            "actor_bc_coef": self.actor_bc_coef,
         }
         if self.cuda_graph and self.device.type != "cuda":
             warnings.warn(f"cuda_graph=True has no effect on device {self.device}: the planner runs eagerly")
@@ -332,6 +376,20 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         self._last_episode_starts = np.asarray(dones, dtype=bool).copy()
         self._agents.collect_returns(infos)
 
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+        planner: bool = True,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """
+        SB3's ``predict``: the planner's actions, the warm start threaded through ``state`` (see
+        :meth:`MPPIPolicy.predict`); ``planner=False`` acts with the actor alone (``terminal_value="q"``).
+        """
+        return self.policy.predict(observation, state, episode_start, deterministic, planner=planner)  # type: ignore[return-value]
+
     # ----- learning --------------------------------------------------------------------------
     def train(self, gradient_steps: int, batch_size: int = 128) -> None:
         """The model updates after an environment step (with ``overlap_updates``, made already before it)."""
@@ -355,13 +413,19 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         if self.gradient_steps < 0:
             gradient_steps = self._agents.gradient_steps(gradient_steps)
         self.policy.set_training_mode(True)
+        actor_critic = self.policy.actor_critic
+        optimizers = [self.policy.optimizer, *(actor_critic.optimizers if actor_critic is not None else [])]
         if ahead:
-            update_learning_rate(self.policy.optimizer, self.lr_schedule(self._current_progress_remaining))
+            for optimizer in optimizers:
+                update_learning_rate(optimizer, self.lr_schedule(self._current_progress_remaining))
         else:
-            self._update_learning_rate(self.policy.optimizer)
+            self._update_learning_rate(optimizers)
         # one draw for all gradient steps: a single host-to-device copy
         data = self._agents.sample(self.replay_buffer, batch_size * gradient_steps, self._vec_normalize_env, ahead)
-        return self.policy.update_model(data, batch_size, gradient_steps)
+        updates = self.policy.update_model(data, batch_size, gradient_steps)
+        if actor_critic is not None:  # SAC's updates of the actor and critics, on the model's minibatches
+            self._critic_losses += actor_critic.updates(data, batch_size, gradient_steps)
+        return updates
 
     def _record_device_stats(self) -> None:
         """Log the device-side statistics since the last dump, count the updates, warn about skips."""
@@ -369,6 +433,11 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         record = self.logger.record if hasattr(self, "_logger") else lambda *args, **kwargs: None
         log_std = self._ahead.logged_log_std(self.policy.model.log_std)  # overlap_updates: before this step's updates
         self._n_updates = self._stats.flush(record, self._agents, self._n_updates, log_std, self.policy.warn_nonfinite)
+        if self._critic_losses:  # SAC's names, the means since the last log (one copy to the host)
+            means = th.stack([th.stack(losses) for losses in self._critic_losses]).mean(dim=0).tolist()
+            for name, value in zip(ActorCriticLosses._fields, means):
+                record(f"train/{name}_loss" if name in ("actor", "critic") else f"train/{name}", value)
+            self._critic_losses = []
 
     def dump_logs(self) -> None:
         self._record_device_stats()
@@ -410,9 +479,19 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
     def _excluded_save_params(self) -> list[str]:
         # how to run (cuda_graph, overlap_updates) is chosen again at load, like the device, and planner_dtype="auto"
         # decided again there; the agents are set up again with the model (_agent_returns: files of earlier versions)
-        excluded = ["_plans", "_stats", "cuda_graph", "agents", "_agent_returns", "overlap_updates", "_ahead"]
+        excluded = [
+            "_plans",
+            "_stats",
+            "cuda_graph",
+            "agents",
+            "_agent_returns",
+            "overlap_updates",
+            "_ahead",
+            "_critic_losses",
+        ]
         excluded += ["_planner_dtype_in_use", "planner_dtype_timings"]
         return [*super()._excluded_save_params(), *excluded]
 
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
-        return ["policy", "policy.optimizer"], []
+        critic = ["actor_optimizer", "critic_optimizer", "ent_coef_optimizer"] if self.value_kind == "q" else []
+        return ["policy", "policy.optimizer", *(f"policy.actor_critic.{name}" for name in critic)], []

@@ -12,16 +12,20 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 
+from sb3_maxdiff.common.actor_critic import ActorCritic
 from sb3_maxdiff.common.cuda_graphs import GraphedPlanning, GraphedUpdates
 from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropySettings, VisitedStates
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel, check_net_arch
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
 from sb3_maxdiff.common.optimizers import AgentAdam, ModelUpdate, model_updates
 from sb3_maxdiff.common.precision import choose_planner_dtype
-from sb3_maxdiff.common.utils import check_flag, flushing_denormals
+from sb3_maxdiff.common.utils import check_choice, check_flag, flushing_denormals
 
 # the seed of the generator that deterministic planning draws its noise from, anew at every call
 DETERMINISTIC_SEED = 0
+
+# what scores the end of a planned path: a value V(s) learned with the model, or the critic Q(s, pi(s)) of an actor
+TERMINAL_VALUES = ("v", "q")
 
 # torch.optim.Adam options that AgentAdam does not take (it is always one fused-by-shape update)
 _ADAM_IMPLEMENTATION_KWARGS = ("fused", "foreach", "capturable", "differentiable")
@@ -69,8 +73,14 @@ class MPPIPolicy(BasePolicy):
     :param optimizer_kwargs: its keyword arguments (default: ``weight_decay=1e-4``, fused Adam)
     :param reward_discount: discount of the TD-like reward target (0.95 in the paper)
     :param value_net_arch: hidden layers of the terminal value net, made where the planner scores with a terminal
-        value (``planner_settings.value_discount`` set; default: ``net_arch``)
-    :param value_tau: step of the value's target network toward the value net after each model update
+        value ``"v"`` (default: ``net_arch``)
+    :param value_tau: step of the value's (or the critics') target network after each update
+    :param terminal_value: what scores the end of a planned path where ``planner_settings.value_discount`` is set:
+        ``"v"``, a value ``V(s)`` learned with the model (the default there); ``"q"``, the critic ``Q(s, pi(s))`` of an
+        actor trained with SAC's losses (:class:`~sb3_maxdiff.common.actor_critic.ActorCritic`), which is also the
+        planner's prior and can act alone (``predict(..., planner=False)``)
+    :param critic_net_arch: hidden layers of that actor and of each of its twin critics (default: SAC's [256, 256])
+    :param actor_bc_coef: weight of the actor's pull toward the executed (planned) actions (0: SAC's actor)
     :param n_agents: None: one model for every environment. An int N: N independent agents, environment i
         planned for and trained by agent i only (:class:`BatchedDynamicsRewardModel`, trained with
         :class:`AgentAdam`, which takes the Adam settings of ``optimizer_kwargs``)
@@ -93,6 +103,9 @@ class MPPIPolicy(BasePolicy):
         reward_discount: float = 0.95,
         value_net_arch: list[int] | None = None,
         value_tau: float = 0.005,
+        terminal_value: str | None = None,
+        critic_net_arch: list[int] | None = None,
+        actor_bc_coef: float = 0.0,
         n_agents: int | None = None,
         cuda_graph: bool = False,
         normalize_images: bool = True,
@@ -114,6 +127,16 @@ class MPPIPolicy(BasePolicy):
         self.reward_discount = reward_discount
         self.value_net_arch = None if value_net_arch is None else check_net_arch(value_net_arch, "value_net_arch")
         self.value_tau = value_tau
+        value_discount = self.planner_settings.value_discount
+        if terminal_value is not None:
+            check_choice("terminal_value", terminal_value, TERMINAL_VALUES)
+            if value_discount is None:
+                raise ValueError(f"terminal_value={terminal_value!r} needs planner_settings.value_discount (the discount)")
+        elif value_discount is not None:
+            terminal_value = "v"  # files of earlier versions: a discount meant the model's value net
+        self.terminal_value = terminal_value
+        self.critic_net_arch = critic_net_arch
+        self.actor_bc_coef = actor_bc_coef
         self.n_agents = n_agents
         self.cuda_graph = check_flag("cuda_graph", cuda_graph)
         self._graphs = GraphedPlanning()
@@ -121,10 +144,8 @@ class MPPIPolicy(BasePolicy):
         obs_dim, action_dim = int(np.prod(observation_space.shape)), int(action_space.shape[0])  # type: ignore[arg-type,index]
         # the weight of the path entropy lives with it, a buffer of this policy (moved and saved with it)
         self.entropy_bonus = None if path_entropy is None else EntropyBonus(path_entropy, n_agents=n_agents)
-        self.planner = MPPIPlanner(action_dim, self.planner_settings, self.entropy_bonus)
         model_args: dict[str, Any] = dict(net_arch=self.net_arch, activation_fn=activation_fn, reward_discount=reward_discount)
-        value_discount = self.planner_settings.value_discount
-        if value_discount is not None:  # the planner scores with a terminal value: the model learns one
+        if terminal_value == "v":  # the planner scores with a terminal value: the model learns one
             value_net_arch = self.net_arch if self.value_net_arch is None else self.value_net_arch
             model_args.update(value_net_arch=value_net_arch, value_discount=value_discount, value_tau=value_tau)
         self.model: DynamicsRewardModel | BatchedDynamicsRewardModel
@@ -137,6 +158,23 @@ class MPPIPolicy(BasePolicy):
         else:
             kwargs = agent_optimizer(self.optimizer_class, self.optimizer_kwargs)
             self.optimizer = AgentAdam(self.model.parameters(), lr=lr_schedule(1), **kwargs)
+        # made after the model's optimizer, which takes the model's parameters alone
+        self.actor_critic: ActorCritic | None = None
+        if terminal_value == "q":
+            if n_agents is not None:
+                raise ValueError("terminal_value='q' (an actor and critics) is for one model: use independent_agents=False")
+            assert value_discount is not None and isinstance(observation_space, spaces.Box)
+            self.actor_critic = ActorCritic(
+                observation_space,
+                action_space,
+                lr_schedule,
+                critic_net_arch,
+                activation_fn,
+                value_discount,
+                value_tau,
+                actor_bc_coef,
+            )
+        self.planner = MPPIPlanner(action_dim, self.planner_settings, self.entropy_bonus, self.actor_critic)
         self._warned_nonfinite = False
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
@@ -151,6 +189,9 @@ class MPPIPolicy(BasePolicy):
             reward_discount=self.reward_discount,
             value_net_arch=self.value_net_arch,
             value_tau=self.value_tau,
+            terminal_value=self.terminal_value,
+            critic_net_arch=self.critic_net_arch,
+            actor_bc_coef=self.actor_bc_coef,
             n_agents=self.n_agents,
             cuda_graph=self.cuda_graph,
             lr_schedule=self._dummy_schedule,  # type: ignore[attr-defined]
@@ -160,7 +201,7 @@ class MPPIPolicy(BasePolicy):
     def use_planner_settings(self, settings: PlannerSettings) -> None:
         """Plan with ``settings`` from now on (e.g. another compute dtype); graphs of the old ones are dropped."""
         self.planner_settings = settings
-        self.planner = MPPIPlanner(self.planner.action_dim, settings, self.entropy_bonus)
+        self.planner = MPPIPlanner(self.planner.action_dim, settings, self.entropy_bonus, self.actor_critic)
         self._graphs = GraphedPlanning()
 
     def plan(
@@ -289,21 +330,27 @@ class MPPIPolicy(BasePolicy):
         state: tuple[np.ndarray, ...] | np.ndarray | None = None,
         episode_start: np.ndarray | None = None,
         deterministic: bool = False,
-    ) -> tuple[np.ndarray, np.ndarray | tuple[np.ndarray, ...]]:
+        planner: bool = True,
+    ) -> tuple[np.ndarray, np.ndarray | tuple[np.ndarray, ...] | None]:
         """
         Plan actions for observations, threading the warm start through ``state``. On a CPU it flushes denormal
         floats to zero while it plans, as ``learn`` does (``torch.set_flush_denormal`` is put back afterwards).
+        ``planner=False``: the actor's actions alone (``terminal_value="q"``), its mean where ``deterministic``, and
+        ``state`` returned as it came.
 
         :param observation: one observation or a batch (one per environment)
         :param state: the warm start returned by the previous call (None at the first call)
         :param episode_start: True for environments whose episode just started
         :param deterministic: plan with the same sampling noise at every call, so that the action depends on the
             observation, state and model alone (see the class docstring); False: noise from torch's global stream
+        :param planner: plan (True), or act with the actor alone (False)
         :return: actions in the environment's bounds, and the new state
         """
         self.set_training_mode(False)
         obs_tensor, vectorized_env = self.obs_to_tensor(observation)
         assert isinstance(obs_tensor, th.Tensor)
+        if not check_flag("planner", planner):
+            return self._actor_actions(obs_tensor, deterministic, vectorized_env), state
         n_envs = obs_tensor.shape[0]
         nominal, visited = self._unpack_state(state, n_envs)
         start_flags = None if episode_start is None else np.asarray(episode_start, dtype=bool).reshape(n_envs)
@@ -320,6 +367,17 @@ class MPPIPolicy(BasePolicy):
         if visited is None:
             return actions, result.nominal.cpu().numpy()
         return actions, (result.nominal.cpu().numpy(), *visited.as_arrays())
+
+    def _actor_actions(self, obs: th.Tensor, deterministic: bool, vectorized_env: bool) -> np.ndarray:
+        """The actor's actions in the environment's bounds (``predict(..., planner=False)``)."""
+        if self.actor_critic is None:
+            raise ValueError(
+                f"planner=False acts with the actor, which only terminal_value='q' has (got {self.terminal_value!r})"
+            )
+        with th.no_grad():
+            scaled = self.actor_critic.actor(obs.float().flatten(start_dim=1), deterministic=deterministic).cpu().numpy()
+        actions = self.unscale_action(scaled)
+        return actions if vectorized_env else actions.squeeze(axis=0)
 
     def _unpack_state(self, state: Any, n_envs: int) -> tuple[th.Tensor | None, VisitedStates | None]:
         """The warm start and the visited states a ``predict`` state holds (fresh visited states at the first call)."""

@@ -1,0 +1,219 @@
+"""The actor-critic terminal value ("q"): its TD target, the planner's score and prior with it, the algorithms."""
+
+import math
+
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.utils import ConstantSchedule
+
+from sb3_maxdiff import NNMPPI, MaxDiffMPPI
+from sb3_maxdiff.common.actor_critic import ActorCritic
+from sb3_maxdiff.common.models import DynamicsRewardModel
+from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, prior_paths, rollout
+
+POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
+BOX1 = spaces.Box(-np.inf, np.inf, (1,), np.float32)
+ACTION1 = spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+
+def linear_layers(module: th.nn.Module) -> list[th.nn.Linear]:
+    return [layer for layer in module.modules() if isinstance(layer, th.nn.Linear)]
+
+
+def constant_output(module: th.nn.Module, bias: list[float]) -> None:
+    """The last linear layer of ``module`` outputs ``bias`` whatever its input."""
+    last = linear_layers(module)[-1]
+    with th.no_grad():
+        last.weight.zero_()
+        last.bias.copy_(th.tensor(bias))
+
+
+def hand_actor_critic(gamma: float = 0.9) -> ActorCritic:
+    """Target critics Q'_1(s, a) = s + a and Q'_2(s, a) = 2 s (linear, no hidden layer)."""
+    actor_critic = ActorCritic(BOX1, ACTION1, ConstantSchedule(1e-3), net_arch=[4], gamma=gamma)
+    actor_critic.critic_target = type(actor_critic.critic_target)(
+        BOX1, ACTION1, [], actor_critic.critic_target.features_extractor, 1, n_critics=2, share_features_extractor=False
+    )
+    with th.no_grad():
+        q1, q2 = linear_layers(actor_critic.critic_target)
+        q1.weight.copy_(th.tensor([[1.0, 1.0]]))
+        q1.bias.zero_()
+        q2.weight.copy_(th.tensor([[2.0, 0.0]]))
+        q2.bias.zero_()
+    return actor_critic
+
+
+def test_td_target_on_a_hand_computed_batch_is_taken_at_the_actors_next_action(monkeypatch):
+    actor_critic = hand_actor_critic(gamma=0.9)
+    next_obs = th.tensor([[1.0], [2.0], [3.0]])
+    seen = []
+
+    def next_action(obs):  # pi(s') = 0.5, -1 and 0.5, with log-probabilities -1, 0.5 and 2
+        seen.append(obs)
+        return th.tensor([[0.5], [-1.0], [0.5]]), th.tensor([-1.0, 0.5, 2.0])
+
+    monkeypatch.setattr(actor_critic.actor, "action_log_prob", next_action)
+    rewards, dones = th.tensor([[1.0], [0.0], [2.0]]), th.tensor([[0.0], [0.0], [1.0]])
+    target = actor_critic.td_target(next_obs, rewards, dones, th.tensor(0.2))
+    # row 1: min(1 + 0.5, 2) = 1.5, minus 0.2 * -1: 1.7; 1 + 0.9 * 1.7 = 2.53
+    # row 2: min(2 - 1, 4) = 1, minus 0.2 * 0.5: 0.9; 0 + 0.9 * 0.9 = 0.81
+    # row 3: terminated, no bootstrap: 2
+    th.testing.assert_close(target, th.tensor([[2.53], [0.81], [2.0]]))
+    assert th.equal(seen[0], next_obs)  # a' is drawn from pi at s', not taken from the buffer
+
+
+def test_one_update_moves_every_part_and_leaves_the_target_by_polyak():
+    th.manual_seed(0)
+    actor_critic = ActorCritic(BOX1, ACTION1, ConstantSchedule(1e-2), net_arch=[8], tau=0.1)
+    before = {name: tensor.clone() for name, tensor in actor_critic.state_dict().items()}
+    obs, actions = th.randn(16, 1), th.rand(16, 1) * 2 - 1
+    losses = actor_critic.loss_step(obs, actions, obs + actions, -(obs**2), th.zeros(16, 1))
+    assert all(math.isfinite(float(value)) for value in losses)
+    assert float(losses.ent_coef) == pytest.approx(1.0)  # SAC's automatic coefficient starts at 1 and is used before its step
+    after = actor_critic.state_dict()
+    for part in ("actor.", "critic.qf", "log_ent_coef"):
+        assert any(not th.equal(before[name], after[name]) for name in after if name.startswith(part)), part
+    # each target tensor moved a tenth of the way to the critic's new one
+    for name, tensor in after.items():
+        if name.startswith("critic_target."):
+            online = after[name.replace("critic_target.", "critic.", 1)]
+            th.testing.assert_close(tensor, 0.9 * before[name] + 0.1 * online)
+
+
+def test_non_finite_rows_are_left_out_of_the_losses(monkeypatch):
+    th.manual_seed(0)
+    obs, actions = th.randn(8, 1), th.rand(8, 1)
+    data = [obs, actions, obs + actions, -(obs**2), th.zeros(8, 1)]
+    clean, poisoned = (ActorCritic(BOX1, ACTION1, ConstantSchedule(1e-3), net_arch=[8]) for _ in range(2))
+    poisoned.load_state_dict(clean.state_dict())
+    for actor_critic in (clean, poisoned):  # the actor's mean action and a log-probability of it, without draws
+        actor = actor_critic.actor
+        monkeypatch.setattr(
+            actor, "action_log_prob", lambda o, a=actor: (th.tanh(a.mu(a.latent_pi(o))), -a.mu(a.latent_pi(o)).sum(-1))
+        )
+    bad = [th.cat([tensor, th.full_like(tensor[:1], math.nan)]) for tensor in data]
+    expected, got = clean.loss_step(*data), poisoned.loss_step(*bad)
+    for name in expected._fields:
+        th.testing.assert_close(getattr(got, name), getattr(expected, name))
+    for name, tensor in clean.state_dict().items():
+        th.testing.assert_close(poisoned.state_dict()[name], tensor)
+
+
+class ConstantModel(th.nn.Module):
+    """s' = s + a, reward 0.5 everywhere."""
+
+    def forward(self, state: th.Tensor, action: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        return state + action, th.full(state.shape[:-1], 0.5)
+
+
+def constant_critic(value: float, mean_action: float = 0.0) -> ActorCritic:
+    """Both critics output ``value`` everywhere; the actor's mean is ``tanh^-1(mean_action)`` with std e^-20."""
+    actor_critic = ActorCritic(BOX1, ACTION1, ConstantSchedule(1e-3), net_arch=[4])
+    for q_net in actor_critic.critic.q_networks:
+        constant_output(q_net, [value])
+    constant_output(actor_critic.actor.mu, [math.atanh(mean_action)])
+    constant_output(actor_critic.actor.log_std, [-20.0])  # type: ignore[arg-type]  # a Linear without SDE
+    return actor_critic
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_a_path_scores_its_discounted_rewards_plus_the_discounted_critic(fused):
+    gamma, horizon = 0.9, 3
+    critic = constant_critic(4.0)
+    if fused:  # the learned model's own rollout: reward 0.5 from its output bias
+        model = DynamicsRewardModel(1, 1, [4])
+        constant_output(model.reward, [0.5])
+    else:
+        model = ConstantModel()
+    returns, _ = rollout(model, th.zeros(2, 5, 1), th.rand(2, 5, horizon, 1), 1e6, value_discount=gamma, terminal=critic.value)
+    expected = 0.5 * (1 + gamma + gamma**2) + gamma**3 * 4.0
+    th.testing.assert_close(returns, th.full((2, 5), expected))
+    settings = PlannerSettings(horizon=horizon, n_samples=8, control_cost=False, value_discount=gamma, prior_samples=2)
+    result = MPPIPlanner(1, settings, prior=critic).plan(model, th.zeros(2, 1), th.zeros(2, horizon, 1))
+    th.testing.assert_close(result.stat("predicted_return"), th.full((2,), expected))
+
+
+def test_the_prior_proposes_its_rollouts_and_seeds_the_nominal_at_an_episode_start():
+    critic = constant_critic(0.0, mean_action=0.6)
+    paths = prior_paths(critic, ConstantModel(), th.zeros(3, 1), 4, 5, 1e6)
+    assert paths.shape == (3, 5, 5, 1)  # the mean path, then 4 drawn (std e^-20: the same)
+    th.testing.assert_close(paths, th.full((3, 5, 5, 1), 0.6))
+    # the reward prefers a = 0.6; a warm start of -1 everywhere except where an episode starts
+    settings = PlannerSettings(horizon=5, n_samples=64, noise_std=1e-3, control_cost=False, value_discount=1.0)
+    planner = MPPIPlanner(1, settings, prior=critic)
+    nominal = th.full((2, 5, 1), -1.0)
+    result = planner.plan(ConstantModel(), th.zeros(2, 1), nominal, reset=th.tensor([True, False]))
+    assert abs(float(result.actions[0, 0]) - 0.6) < 0.01  # started from the prior's mean path
+    assert abs(float(result.actions[1, 0]) + 1.0) < 0.01  # kept its warm start
+    th.testing.assert_close(result.nominal[1, -1], th.tensor([0.6]), atol=0.01, rtol=0)  # the step shifted in
+    # prior samples need a prior
+    with pytest.raises(ValueError, match="prior_samples=2 needs a planner with a prior"):
+        MPPIPlanner(1, PlannerSettings(n_samples=8, prior_samples=2))
+    with pytest.raises(ValueError, match="prior_samples must be an int in"):
+        PlannerSettings(n_samples=8, prior_samples=8)
+
+
+# ----- the algorithms ----------------------------------------------------------------------------
+SMALL = dict(horizon=3, n_samples=20, learning_starts=20, batch_size=16, gradient_steps=2, seed=0)
+TINY = dict(net_arch=[16], critic_net_arch=[16])
+
+
+@pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
+def test_learn_log_save_load_and_act_with_the_actor_alone(algo, tmp_path):
+    model = algo(POINT_MASS, terminal_value="q", gamma=0.95, actor_samples=0.1, policy_kwargs=TINY, **SMALL)
+    assert model.policy.planner.settings.prior_samples == 2 and model.policy.planner.prior is model.policy.actor_critic
+    assert not model.policy.model.has_value  # the critic replaces the model's value net
+    model.learn(50)
+    logged = model.logger.name_to_value
+    for name in ("train/critic_loss", "train/actor_loss", "train/ent_coef", "train/ent_coef_loss"):
+        assert np.isfinite(logged[name]), name
+    assert logged["train/ent_coef"] < 1.0  # the coefficient took steps (30 steps after the warm-up, 2 updates each)
+    model.save(tmp_path / "model.zip")
+    loaded = algo.load(tmp_path / "model.zip")
+    assert loaded.terminal_value == "q" and loaded.policy.actor_critic is not None
+    for name, tensor in model.policy.state_dict().items():
+        assert th.equal(tensor, loaded.policy.state_dict()[name]), name
+    for name in ("actor_optimizer", "critic_optimizer", "ent_coef_optimizer"):
+        saved = getattr(model.policy.actor_critic, name).state_dict()["state"]
+        assert saved and str(saved) == str(getattr(loaded.policy.actor_critic, name).state_dict()["state"]), name
+    obs = np.array([0.3, -0.2, 0.1, 0.0], dtype=np.float32)[: model.observation_space.shape[0]]
+    action, state = loaded.predict(obs, deterministic=True, planner=False)
+    with th.no_grad():
+        mean = loaded.policy.actor_critic.actor(th.as_tensor(obs)[None], deterministic=True)[0].numpy()
+    np.testing.assert_allclose(action, loaded.policy.unscale_action(mean), rtol=1e-6)
+    assert state is None and action.shape == model.action_space.shape
+    loaded.set_env(model.get_env())
+    loaded.learn(10, reset_num_timesteps=False)  # training goes on from the file
+
+
+def test_the_actor_needs_the_critic_and_bad_options_are_named():
+    plain = NNMPPI(POINT_MASS, policy_kwargs={"net_arch": [16]}, **SMALL)
+    with pytest.raises(ValueError, match="planner=False acts with the actor, which only terminal_value='q' has"):
+        plain.predict(np.zeros(plain.observation_space.shape, dtype=np.float32), planner=False)
+    for options, match in (
+        (dict(terminal_value="Q"), r"terminal_value must be one of \[False, True, 'v', 'q'\], got 'Q'"),
+        (dict(terminal_value="q", actor_samples=1.0), r"actor_samples must be a share in \[0, 1\), got 1.0"),
+        (dict(terminal_value="q", actor_bc_coef=-1.0), "actor_bc_coef must be a number >= 0"),
+        (dict(terminal_value="q", independent_agents=True), "terminal_value='q' is not available with independent_agents"),
+        (dict(terminal_value="q", cuda_graph=True), "cuda_graph=True is not available with it"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            NNMPPI(POINT_MASS, **options)
+
+
+def test_behaviour_cloning_pulls_the_actor_to_the_executed_actions():
+    th.manual_seed(0)
+    obs = th.randn(64, 1)
+    executed = th.full((64, 1), 0.7)
+    data = [obs, executed, obs, th.zeros(64, 1), th.zeros(64, 1)]
+    distances = {}
+    for bc_coef in (0.0, 10.0):
+        th.manual_seed(1)
+        actor_critic = ActorCritic(BOX1, ACTION1, ConstantSchedule(3e-3), net_arch=[16], bc_coef=bc_coef)
+        for _ in range(200):
+            actor_critic.loss_step(*data)
+        with th.no_grad():
+            distances[bc_coef] = float((actor_critic.actor(obs, deterministic=True) - executed).abs().mean())
+    assert distances[10.0] < 0.1 < distances[0.0]
