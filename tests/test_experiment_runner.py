@@ -643,3 +643,20 @@ def test_a_run_evaluated_in_a_later_process_keeps_its_training_time(tmp_path):
     os.remove(os.path.join(tmp_path, spec.relpath, RESULT_FILE))  # trained, not yet evaluated, as after a stop
     again = execute_run(spec, str(tmp_path))
     assert again["train_seconds"] == first["train_seconds"] and again["resumed_from_steps"] == 0
+
+
+def test_a_critic_run_evaluates_its_actor_alone_beside_the_planner(tmp_path):
+    """A terminal_value="q" run (past-horizon's swimmer critic, smoke budget): both evaluations, exported by kind."""
+    out = str(tmp_path)
+    argv = ["run", "past-horizon", "--budget", "smoke", "--settings", "swimmer critic", "--out", out, "--seeds", "1"]
+    assert experiments_main(argv) == 0
+    (spec,) = build_specs("past-horizon", "smoke", [0], settings=["swimmer critic"])
+    assert spec.algo_kwargs["terminal_value"] == "q" and spec.algo_kwargs["gamma"] == 0.999
+    result = _result(out, spec)
+    planner, actor = result["eval_returns"][spec.env_id], result["actor_eval_returns"][spec.env_id]
+    assert len(planner) == len(actor) == spec.eval_episodes and planner != actor
+    episodes = tmp_path / "critic.csv"
+    assert experiments_main(["export", out, "--out", str(episodes)]) == 0
+    with open(episodes) as file:
+        kinds = [row["kind"] for row in csv.DictReader(file)]
+    assert kinds.count("eval") == kinds.count("actor eval") == spec.eval_episodes

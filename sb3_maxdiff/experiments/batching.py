@@ -24,9 +24,10 @@ from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 def is_batchable(spec: RunSpec) -> bool:
     """
     Runs of the model-based methods can be batched, multi-shot and single-shot ones (apart: the spec's
-    ``single_shot`` is part of :func:`batch_key`); SAC runs run alone.
+    ``single_shot`` is part of :func:`batch_key`); SAC runs, and planners with an actor-critic
+    (``terminal_value="q"``, one model's), run alone.
     """
-    return issubclass(get_algo(spec.method), NNMPPI)
+    return issubclass(get_algo(spec.method), NNMPPI) and spec.algo_kwargs.get("terminal_value") != "q"
 
 
 # what agents of one batch may each have of their own (MaxDiff and NN-MPPI agents plan with one planner: NN-MPPI is

@@ -69,10 +69,10 @@ def run_episode_rows(root: str, run: Run) -> list[dict[str, Any]]:
                 **{name: scores.get(name, "") for name in DIAGNOSTICS},
             }
         )
-    for env_id, returns in run.result.get("eval_returns", {}).items():
-        kind = "eval" if env_id == spec.env_id else f"eval {env_id}"
-        for index, value in enumerate(returns):
-            rows.append(
+    for name, key in (("eval", "eval_returns"), ("actor eval", "actor_eval_returns")):  # the actor alone: "q" runs
+        for env_id, returns in run.result.get(key, {}).items():
+            kind = name if env_id == spec.env_id else f"{name} {env_id}"
+            rows += [
                 {
                     "setting": spec.setting,
                     "method": spec.method,
@@ -81,7 +81,8 @@ def run_episode_rows(root: str, run: Run) -> list[dict[str, Any]]:
                     "return": value,
                     "kind": kind,
                 }
-            )
+                for index, value in enumerate(returns)
+            ]
     return rows
 
 

@@ -66,10 +66,11 @@ def _most_steps(envs: Sequence[gym.Env], episodes: int) -> int | None:
     return None if None in limits else episodes * sum(limit for limit in limits if limit is not None)
 
 
-def _evaluate(model: Any, spec: RunSpec, progress: Progress, deadline: Deadline) -> dict[str, list[float]]:
+def _evaluate(model: Any, spec: RunSpec, progress: Progress, deadline: Deadline, seeded: Any = None) -> dict[str, list[float]]:
     """
     Returns of ``spec.eval_episodes`` episodes of the final policy on each evaluation environment; stopped with
     :class:`TimeLimitReached` as soon as it would not end before the deadline (see :class:`EvaluationClock`).
+    ``seeded``: the algorithm whose random seed is set before each environment's episodes (default ``model``).
     """
     envs = [Monitor(make_env(env_id, spec)) for env_id in spec.eval_env_ids]
     clock = EvaluationClock(deadline, f"the evaluation of {spec.name}", _most_steps(envs, spec.eval_episodes))
@@ -81,7 +82,7 @@ def _evaluate(model: Any, spec: RunSpec, progress: Progress, deadline: Deadline)
     returns = {}
     for index, (env_id, env) in enumerate(zip(spec.eval_env_ids, envs)):
         env.reset(seed=_evaluation_seed(spec, index))
-        model.set_random_seed(_evaluation_seed(spec, index))
+        (model if seeded is None else seeded).set_random_seed(_evaluation_seed(spec, index))
         # the paper's protocol: the planner samples as in training (deterministic=True would fix its noise)
         episode_returns, _ = evaluate_policy(
             model,
@@ -93,6 +94,26 @@ def _evaluate(model: Any, spec: RunSpec, progress: Progress, deadline: Deadline)
         )
         returns[env_id] = [float(value) for value in np.atleast_1d(episode_returns)]
     return returns
+
+
+class ActorAlone:
+    """A planner with an actor-critic as ``evaluate_policy`` sees it when it acts with the actor alone."""
+
+    def __init__(self, model: Any):
+        self.model = model
+
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None, deterministic: bool = False) -> Any:
+        return self.model.predict(observation, state, episode_start, deterministic, planner=False)
+
+
+def _evaluate_actor(model: Any, spec: RunSpec, progress: Progress, deadline: Deadline) -> dict[str, list[float]] | None:
+    """
+    The evaluation of :func:`_evaluate` for the actor alone of a planner with an actor-critic (``terminal_value="q"``),
+    with the same seeds, so the same starts (None for a model without an actor).
+    """
+    if getattr(getattr(model, "policy", None), "actor_critic", None) is None:
+        return None
+    return _evaluate(ActorAlone(model), spec, progress, deadline, model)
 
 
 def _returning(env: gym.Env) -> Callable[[], gym.Env]:
@@ -207,6 +228,9 @@ def _evaluate_and_write(
         start = time.perf_counter()
         result["eval_returns"] = _evaluate(model, spec, progress, deadline)
         result.update(eval_seconds=time.perf_counter() - start, evaluation="one agent at a time")
+        actor_returns = _evaluate_actor(model, spec, progress, deadline)
+        if actor_returns is not None:
+            result["actor_eval_returns"] = actor_returns
     else:
         result.update(evaluated)
     write_json(os.path.join(run_dir, RESULT_FILE), result)
