@@ -38,10 +38,10 @@ def make(arm: str, seed: int) -> SAC | NNMPPI:
     return NNMPPI(ENV_ID, terminal_value=value, seed=seed, device="cpu", **PLANNER, **COMMON)  # type: ignore[arg-type]
 
 
-def evaluate(model: SAC | NNMPPI, seed: int, planner: bool = True) -> tuple[float, float]:
-    """Mean and std of the returns of ``EVAL_EPISODES`` deterministic episodes."""
+def evaluate(model: SAC | NNMPPI, seed: int, episodes: int, planner: bool = True) -> tuple[float, float]:
+    """Mean and std of the returns of ``episodes`` deterministic episodes."""
     env, returns = gym.make(ENV_ID), []
-    for episode in range(EVAL_EPISODES):
+    for episode in range(episodes):
         obs, _ = env.reset(seed=1000 + seed + 100 * episode)
         state, start, total, done = None, np.array([True]), 0.0, False
         while not done:
@@ -55,15 +55,15 @@ def evaluate(model: SAC | NNMPPI, seed: int, planner: bool = True) -> tuple[floa
     return float(np.mean(returns)), float(np.std(returns))
 
 
-def run(arm: str, seed: int, steps: int) -> dict[str, object]:
+def run(arm: str, seed: int, steps: int, episodes: int = EVAL_EPISODES) -> dict[str, object]:
     start = time.perf_counter()
     model = make(arm, seed)
     model.learn(steps)
     seconds = time.perf_counter() - start
-    mean, std = evaluate(model, seed)
+    mean, std = evaluate(model, seed, episodes)
     row: dict[str, object] = dict(arm=arm, seed=seed, steps=steps, eval_return=f"{mean:.1f}", eval_std=f"{std:.1f}")
     if arm == "planner-q":
-        actor_mean, actor_std = evaluate(model, seed, planner=False)
+        actor_mean, actor_std = evaluate(model, seed, episodes, planner=False)
         row.update(actor_eval_return=f"{actor_mean:.1f}", actor_eval_std=f"{actor_std:.1f}")
     row["seconds"] = f"{seconds:.0f}"
     return row
@@ -75,6 +75,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     parser.add_argument("--out", type=Path, default=Path("pendulum_critic.csv"), help="the per-seed CSV")
+    parser.add_argument("--eval-episodes", type=int, default=EVAL_EPISODES, help="evaluation episodes of each run")
     parser.add_argument("--resume", action="store_true", help="keep the rows of --out and run only the missing ones")
     args = parser.parse_args()
     th.set_num_threads(1)
@@ -89,7 +90,7 @@ def main() -> None:
         for arm in args.arms:
             if (arm, seed) in done:
                 continue
-            row = run(arm, seed, args.steps)
+            row = run(arm, seed, args.steps, args.eval_episodes)
             print(row, flush=True)
             with args.out.open("a", newline="") as file:
                 csv.DictWriter(file, FIELDS).writerow(row)

@@ -1,3 +1,4 @@
+import csv
 import dataclasses
 import importlib.util
 import json
@@ -484,8 +485,21 @@ def test_terminal_value_benchmark_runs_with_a_tiny_budget(capsys):
     command = [sys.executable, str(ROOT / "benchmarks" / "terminal_value.py"), "--calls", "1", "--warmup-steps", "2"]
     printed = _printed(command, capsys)
     rows = [line for line in printed.splitlines() if line.startswith("| H=")]
-    assert [row.split("|")[1].strip() for row in rows] == ["H=10 value", "H=40"]
-    assert "step H=10 value / step H=40:" in printed
+    assert [row.split("|")[1].strip() for row in rows] == ["H=10 value", "H=10 critic", "H=40"]
+    assert "step H=10 value / step H=40:" in printed and "step H=10 critic / step H=40:" in printed
+
+
+def test_pendulum_critic_known_answer_runs_with_a_tiny_budget(tmp_path, capsys):
+    out = tmp_path / "pendulum.csv"
+    command = [sys.executable, str(ROOT / "benchmarks" / "pendulum_critic.py"), "--steps", "300", "--seeds", "0"]
+    _printed([*command, "--eval-episodes", "1", "--out", str(out)], capsys)
+    with out.open() as file:
+        rows = list(csv.DictReader(file))
+    assert [row["arm"] for row in rows] == ["sac", "planner", "planner-q"]
+    assert all(float(row["eval_return"]) < 0 for row in rows)  # Pendulum's rewards are never positive
+    assert rows[2]["actor_eval_return"] and not rows[1]["actor_eval_return"]  # only the critic arm has an actor
+    _printed([*command, "--arms", "sac", "--eval-episodes", "1", "--out", str(out), "--resume"], capsys)
+    assert len(out.read_text().splitlines()) == 4  # the row already there is not run again
 
 
 def test_replay_frame_benchmark_runs_with_a_tiny_budget(capsys, monkeypatch):
