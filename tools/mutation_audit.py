@@ -409,8 +409,8 @@ MUTANTS = [
     Mutant("export_full_length_strict", EPISODES, "int(length >= episode_length(spec))", "int(length > episode_length(spec))"),
     Mutant("read_full_length_flags_ignored", TABLES, "if full_length is None and all(",
            "if full_length is None and False and all("),
-    Mutant("export_transfer_as_own_eval", EPISODES, 'kind = "eval" if env_id == spec.env_id else f"eval {env_id}"',
-           'kind = "eval"'),
+    Mutant("export_transfer_as_own_eval", EPISODES, 'kind = name if env_id == spec.env_id else f"{name} {env_id}"',
+           'kind = name'),
     Mutant("kept_model_never_rewritten", EPISODES, "if os.path.exists(path) and _same_saved_model(path, fresh):",
            "if os.path.exists(path):"),
 ]  # fmt: skip

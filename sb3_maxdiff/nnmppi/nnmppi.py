@@ -388,7 +388,9 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         SB3's ``predict``: the planner's actions, the warm start threaded through ``state`` (see
         :meth:`MPPIPolicy.predict`); ``planner=False`` acts with the actor alone (``terminal_value="q"``).
         """
-        return self.policy.predict(observation, state, episode_start, deterministic, planner=planner)  # type: ignore[return-value]
+        if planner:  # SB3's call, as any policy takes it
+            return self.policy.predict(observation, state, episode_start, deterministic)  # type: ignore[return-value]
+        return self.policy.predict(observation, state, episode_start, deterministic, planner=False)  # type: ignore[return-value]
 
     # ----- learning --------------------------------------------------------------------------
     def train(self, gradient_steps: int, batch_size: int = 128) -> None:
