@@ -237,8 +237,6 @@ def rollout(
         return _generic_rollout(model, obs, actions, state_bound, value_discount, terminal)
     if value_discount is None:
         return fused(obs, actions, state_bound, dtype)
-    if terminal is None:
-        return fused(obs, actions, state_bound, dtype, value_discount)
     return fused(obs, actions, state_bound, dtype, value_discount, terminal)
 
 
