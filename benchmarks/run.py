@@ -37,7 +37,8 @@ from stable_baselines3.common.logger import configure
 import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff import MaxDiffMPPI
 from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
-from sb3_maxdiff.common.models import DynamicsRewardModel, _pad_columns
+from sb3_maxdiff.common.fused_rollout import _pad_columns
+from sb3_maxdiff.common.models import DynamicsRewardModel
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings
 from sb3_maxdiff.common.vec_env import ThreadedVecEnv
 

@@ -19,5 +19,4 @@ myst_heading_anchors = 3
 exclude_patterns = ["_build", "reproduction"]
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autodoc_default_options = {"members": False}
 html_theme = "alabaster"

@@ -22,7 +22,8 @@ from sb3_maxdiff.common.cuda_graphs import (
 from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel
 from sb3_maxdiff.common.mppi import MPPIPlanner
-from sb3_maxdiff.common.optimizers import AgentAdam, model_updates
+from sb3_maxdiff.common.optimizers import AgentAdam
+from sb3_maxdiff.common.training import model_updates
 
 POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
 needs_cuda = pytest.mark.skipif(not th.cuda.is_available(), reason="CUDA not available")

@@ -11,7 +11,7 @@ from helpers import TINY
 from stable_baselines3.common.evaluation import evaluate_policy
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
-from sb3_maxdiff.common.entropy import VisitedStates
+from sb3_maxdiff.common.plan_memory import VisitedStates
 
 POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
 SMALL = {**TINY, "learning_starts": 10}

@@ -109,7 +109,7 @@ def test_each_update_of_a_train_call_takes_the_next_minibatch_of_the_draw():
     k * batch_size .. (k + 1) * batch_size, as consecutive draws of ``batch_size`` would be."""
     import copy
 
-    from sb3_maxdiff.common.optimizers import model_updates
+    from sb3_maxdiff.common.training import model_updates
 
     th.manual_seed(0)
     model = DynamicsRewardModel(3, 1, [8])

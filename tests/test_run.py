@@ -13,6 +13,7 @@ from stable_baselines3.common.logger import configure
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
 
 POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
+TINY_UPDATES = 5  # gradient_steps, the default
 
 
 @pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
@@ -20,10 +21,15 @@ POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
 def test_run(algo, n_envs):
     env = make_vec_env(POINT_MASS, n_envs=n_envs, seed=0)
     model = algo("MlpPolicy", env, seed=0, **TINY)
+    before = [param.detach().clone() for param in model.policy.model.parameters()]
     model.learn(100)
-    assert model.num_timesteps >= 100
-    assert model.replay_buffer.size() > 0
+    assert model.num_timesteps == 100
+    # every step stored (the newest row per env waits for its next action), one update per step after the warm-up
+    assert model.replay_buffer.size() == 100 // n_envs - 1
+    assert model._n_updates == TINY_UPDATES * (100 - TINY["learning_starts"]) // n_envs
+    assert all(not th.equal(old, new) for old, new in zip(before, model.policy.model.parameters()))
     assert model._plans.nominal is not None and model._plans.nominal.shape == (n_envs, 5, 2)
+    assert th.isfinite(model._plans.nominal).all() and model._plans.nominal.abs().max() <= 1.0
 
 
 @pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])

@@ -12,6 +12,19 @@ POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
 DEVICES = ["cpu"] + (["cuda"] if th.cuda.is_available() else [])
 
 
+def assert_same_optimizer_state(got: th.optim.Optimizer, expected: th.optim.Optimizer) -> None:
+    """Every moment, step count and hyperparameter of ``expected``'s state, value for value, and at least one step."""
+    got_state, expected_state = got.state_dict(), expected.state_dict()
+    assert expected_state["state"], "the optimizer has not stepped: nothing to compare"
+    assert got_state["state"].keys() == expected_state["state"].keys()
+    for index, state in expected_state["state"].items():
+        for name, value in state.items():
+            th.testing.assert_close(got_state["state"][index][name].cpu(), th.as_tensor(value).cpu(), msg=name)
+    assert [{k: v for k, v in group.items() if k != "params"} for group in got_state["param_groups"]] == [
+        {k: v for k, v in group.items() if k != "params"} for group in expected_state["param_groups"]
+    ]
+
+
 def predict_with_seed(model, obs: np.ndarray, seed: int = 7) -> np.ndarray:
     th.manual_seed(seed)
     action, _ = model.predict(obs)
@@ -36,8 +49,7 @@ def test_save_load(tmp_path, algo, device):
         assert loaded.policy.path_entropy.window == model.policy.path_entropy.window
     for p1, p2 in zip(model.policy.parameters(), loaded.policy.parameters()):
         th.testing.assert_close(p1, p2)
-    # optimizer state restored as well
-    assert loaded.policy.optimizer.state_dict()["state"].keys() == model.policy.optimizer.state_dict()["state"].keys()
+    assert_same_optimizer_state(loaded.policy.optimizer, model.policy.optimizer)
 
 
 @pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
@@ -71,7 +83,7 @@ def test_get_and_set_parameters_carry_the_learned_model_between_agents(algo):
     np.testing.assert_array_equal(predict_with_seed(other, obs), predict_with_seed(model, obs))
     for key, value in model.policy.state_dict().items():
         th.testing.assert_close(other.policy.state_dict()[key], value, msg=key)
-    assert other.policy.optimizer.state_dict()["state"].keys() == model.policy.optimizer.state_dict()["state"].keys()
+    assert_same_optimizer_state(other.policy.optimizer, model.policy.optimizer)
 
 
 def test_policy_save_load(tmp_path):

@@ -8,7 +8,7 @@ from torch import nn
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, rollout
-from sb3_maxdiff.common.optimizers import model_updates
+from sb3_maxdiff.common.training import model_updates
 
 POINT_MASS = "sb3_maxdiff/PointMass-beta1-v0"
 

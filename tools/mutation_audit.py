@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 ROOT = Path(__file__).resolve().parents[1]
 
 ENTROPY = "sb3_maxdiff/common/entropy.py"
+PLAN_MEMORY = "sb3_maxdiff/common/plan_memory.py"
 MPPI = "sb3_maxdiff/common/mppi.py"
 MODELS = "sb3_maxdiff/common/models.py"
 BUFFERS = "sb3_maxdiff/common/buffers.py"
@@ -37,7 +38,8 @@ SCHEDULES = "sb3_maxdiff/common/schedules.py"
 OPTIMIZERS = "sb3_maxdiff/common/optimizers.py"
 ERGODICITY = "sb3_maxdiff/common/ergodicity.py"
 NNMPPI = "sb3_maxdiff/nnmppi/nnmppi.py"
-STEP_STATE = "sb3_maxdiff/common/step_state.py"
+MODEL_TRAINING = "sb3_maxdiff/common/training.py"
+FUSED_ROLLOUT = "sb3_maxdiff/common/fused_rollout.py"
 WRAPPER = "sb3_maxdiff/wrappers/path_entropy_reward.py"
 AGENTS = "sb3_maxdiff/common/agents.py"
 SINGLE_SHOT = "sb3_maxdiff/experiments/single_shot.py"
@@ -80,8 +82,8 @@ MUTANTS = [
     Mutant("alpha_agents_reversed", ENTROPY, "else self.alpha[:, None]", "else self.alpha.flip(0)[:, None]"),
     Mutant("window_default_size", ENTROPY, "max(horizon // 4, 2 * n_dims)", "max(horizon // 4, n_dims)"),
     Mutant("history_after_path", ENTROPY, "paths = th.cat([past, paths], dim=-2)", "paths = th.cat([paths, past], dim=-2)"),
-    Mutant("visited_min_age", ENTROPY, "self.size - int(self.ages.max()) :]", "self.size - int(self.ages.min()) :]"),
-    Mutant("visited_no_episode_reset", ENTROPY, "            if starts.any():\n", "            if False:\n"),
+    Mutant("visited_min_age", PLAN_MEMORY, "self.size - int(self.ages.max()) :]", "self.size - int(self.ages.min()) :]"),
+    Mutant("visited_no_episode_reset", PLAN_MEMORY, "            if starts.any():\n", "            if False:\n"),
     Mutant(
         "random_jitter_symmetric",
         ENTROPY,
@@ -121,23 +123,23 @@ MUTANTS = [
     Mutant("ess_wrong", MPPI, "1.0 / (weights**2).sum(dim=-1),", "1.0 / weights.sum(dim=-1),"),
     Mutant("spread_unbiased", MPPI, "/ count.clamp(min=1.0)).sqrt()", "/ (count - 1.0).clamp(min=1.0)).sqrt()"),
     # the model, its loss and its updates
-    Mutant("rollout_no_clamp", MODELS, ".clamp_(-state_bound, state_bound)\n", "\n"),
-    Mutant("rollout_absolute", MODELS, "th.add(visited[step], delta,", "th.add(visited[step] * 0, delta,"),
+    Mutant("rollout_no_clamp", FUSED_ROLLOUT, ".clamp_(-state_bound, state_bound)\n", "\n"),
+    Mutant("rollout_absolute", FUSED_ROLLOUT, "th.add(visited[step], delta,", "th.add(visited[step] * 0, delta,"),
     # the fused rollout: every step reads the state it reached, each network its own half of the first layer's output
     Mutant(
         "rollout_frozen_state",
-        MODELS,
+        FUSED_ROLLOUT,
         "action_part[step].addmm_(visited[step].to(dtype)",
         "action_part[step].addmm_(visited[0].to(dtype)",
     ),
     Mutant(
         "batched_rollout_frozen_state",
-        MODELS,
+        FUSED_ROLLOUT,
         "th.baddbmm(first_bias, inputs[step].to(dtype)",
         "th.baddbmm(first_bias, inputs[0].to(dtype)",
     ),
-    Mutant("rollout_reward_reads_dynamics", MODELS, "hidden[..., dynamics_width:]", "hidden[..., :dynamics_width]"),
-    Mutant("rollout_delta_padding", MODELS, "dynamics_outputs)[..., :obs_dim]", "dynamics_outputs)[..., -obs_dim:]"),
+    Mutant("rollout_reward_reads_dynamics", FUSED_ROLLOUT, "hidden[..., dynamics_width:]", "hidden[..., :dynamics_width]"),
+    Mutant("rollout_delta_padding", FUSED_ROLLOUT, "dynamics_outputs)[..., :obs_dim]", "dynamics_outputs)[..., -obs_dim:]"),
     Mutant("model_forward_absolute", MODELS, "return obs + delta, run_mlp(", "return delta, run_mlp("),
     Mutant(
         "loss_target_current_action",
@@ -160,13 +162,13 @@ MUTANTS = [
     Mutant("nll_no_log_std", MODELS, "+ log_std + HALF_LOG_2PI", "+ HALF_LOG_2PI"),
     Mutant(
         "minibatch_same_rows",
-        OPTIMIZERS,
+        MODEL_TRAINING,
         "tensor[..., step * batch_size : (step + 1) * batch_size, :]",
         "tensor[..., :batch_size, :]",
     ),
     Mutant(
         "nonfinite_loss_applied",
-        OPTIMIZERS,
+        MODEL_TRAINING,
         "finite = th.isfinite(losses.total)",
         "finite = th.ones_like(losses.total, dtype=th.bool)",
     ),
@@ -248,7 +250,7 @@ MUTANTS = [
     Mutant("point_mass_reward_distance", POINT_MASS, "reward = -float(x**2 + y**2)", "reward = -float(x**2 + y**2) ** 0.5"),
     Mutant("light_tail_heavy", MUJOCO, "LIGHT_TAIL_DENSITY = 100.0", "LIGHT_TAIL_DENSITY = 1000.0"),
     # overlapped updates: the step's next action stored before the updates that sample it
-    Mutant("overlap_next_action_unset", STEP_STATE, "algorithm.replay_buffer.set_next_action(buffer_actions)", "pass"),
+    Mutant("overlap_next_action_unset", NNMPPI, "self.replay_buffer.set_next_action(buffer_actions)", "pass"),
     # the runner: the batched evaluation and the time limit
     Mutant("batch_eval_no_episode_start", EXECUTION, "totals[row], starts[row] = 0.0, True", "totals[row] = 0.0"),
     Mutant(

@@ -20,6 +20,31 @@ from sb3_maxdiff.common.utils import check_fraction
 
 # SAC's hidden layers for its actor and critics
 CRITIC_NET_ARCH = [256, 256]
+# what an algorithm's ``terminal_value`` takes: False (none), True or "v" (a value learned with the model), "q" (this)
+TERMINAL_VALUE_CHOICES = (False, True, "v", "q")
+
+
+def check_terminal_value(terminal_value: Any, actor_samples: Any, actor_bc_coef: Any) -> tuple[bool | str, float, float]:
+    """``terminal_value``, ``actor_samples`` and ``actor_bc_coef`` of an algorithm, checked (errors name the parameter)."""
+    if isinstance(terminal_value, (bool, np.bool_)):
+        terminal_value = bool(terminal_value)
+    elif terminal_value not in ("v", "q"):
+        raise ValueError(f"terminal_value must be one of {list(TERMINAL_VALUE_CHOICES)}, got {terminal_value!r}")
+    if not (isinstance(actor_samples, (int, float)) and 0.0 <= actor_samples < 1.0):
+        raise ValueError(f"actor_samples must be a share in [0, 1), got {actor_samples!r}")
+    if not (isinstance(actor_bc_coef, (int, float)) and actor_bc_coef >= 0.0):
+        raise ValueError(f"actor_bc_coef must be a number >= 0, got {actor_bc_coef!r}")
+    return terminal_value, float(actor_samples), float(actor_bc_coef)
+
+
+def check_critic_setup(value_kind: str | None, independent_agents: bool, cuda_graph: bool) -> None:
+    """The actor-critic (``terminal_value="q"``) is one model's, planned eagerly: refuse the options it lacks."""
+    if value_kind != "q":
+        return
+    if independent_agents:
+        raise ValueError("terminal_value='q' is not available with independent_agents=True; use 'v' or one agent")
+    if cuda_graph:
+        raise ValueError("terminal_value='q' plans eagerly: cuda_graph=True is not available with it")
 
 
 class ActorCriticLosses(NamedTuple):
@@ -170,15 +195,11 @@ class ActorCritic(nn.Module):
         next_q = th.cat(self.critic_target(next_obs, next_actions), dim=-1).min(dim=-1, keepdim=True).values
         return rewards + (1.0 - dones) * self.gamma * (next_q - ent_coef * next_log_prob.reshape(-1, 1))
 
-    def updates(self, data: Sequence[th.Tensor], batch_size: int, gradient_steps: int) -> list[ActorCriticLosses]:
+    def update(self, batch: Sequence[th.Tensor]) -> ActorCriticLosses:
         """
-        ``gradient_steps`` updates on consecutive minibatches of ``batch_size`` rows of a replay draw
-        (:class:`~sb3_maxdiff.common.buffers.NextActionReplayBufferSamples`: the model's draw, the same rows).
+        :meth:`loss_step` on a minibatch of the model's replay draw (the fields of
+        :class:`~sb3_maxdiff.common.buffers.NextActionReplayBufferSamples`: the model's rows, the same ones).
         """
-        obs, actions, next_obs, _, rewards, _, dones = data
-        losses = []
-        for step in range(gradient_steps):
-            rows = slice(step * batch_size, (step + 1) * batch_size)
-            parts = (obs[rows], actions[rows], next_obs[rows], rewards[rows].reshape(-1, 1), dones[rows].reshape(-1, 1))
-            losses.append(self.loss_step(*(part.float().flatten(start_dim=1) for part in parts)))
-        return losses
+        obs, actions, next_obs, _, rewards, _, dones = batch
+        parts = (obs, actions, next_obs, rewards.reshape(-1, 1), dones.reshape(-1, 1))
+        return self.loss_step(*(part.float().flatten(start_dim=1) for part in parts))

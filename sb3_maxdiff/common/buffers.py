@@ -67,8 +67,7 @@ class NextActionReplayBuffer(ReplayBuffer):
         optimize_memory_usage: bool = False,
         handle_timeout_termination: bool = True,
     ):
-        if optimize_memory_usage:
-            raise ValueError("optimize_memory_usage=True is not supported by NextActionReplayBuffer; use False")
+        refuse_memory_saving(optimize_memory_usage)
         super().__init__(buffer_size, observation_space, action_space, device, n_envs, False, handle_timeout_termination)
         self.next_actions = np.zeros_like(self.actions)
         self.bootstrap_masks = np.zeros((self.buffer_size, self.n_envs), dtype=np.float32)
@@ -206,10 +205,15 @@ def check_replay_buffer(
             "replay_buffer_class must be NextActionReplayBuffer or a subclass of it (the model's reward target needs "
             f"the next action it stores), got {replay_buffer_class!r}"
         )
+    refuse_memory_saving(optimize_memory_usage)
+    return replay_buffer_class
+
+
+def refuse_memory_saving(optimize_memory_usage: bool) -> None:
+    """SB3's memory-saving layout (``optimize_memory_usage=True``) is not this buffer's: refused with the reason."""
     if check_flag("optimize_memory_usage", optimize_memory_usage):
         raise ValueError(
             "optimize_memory_usage=True is not supported: the replay buffer (NextActionReplayBuffer) also keeps "
             "the action taken at each next observation and where an episode broke off, and samples them in SB3's "
             "standard layout only, not in its memory-saving one; use optimize_memory_usage=False"
         )
-    return replay_buffer_class

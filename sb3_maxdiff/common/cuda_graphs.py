@@ -13,7 +13,8 @@ from torch import nn
 
 from sb3_maxdiff.common.models import DynamicsRewardBase, ModelLosses
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlanResult
-from sb3_maxdiff.common.optimizers import AgentAdam, ModelUpdate, model_updates
+from sb3_maxdiff.common.optimizers import AgentAdam
+from sb3_maxdiff.common.training import ModelUpdate, model_updates
 
 # Eager calls on a side stream before the capture (cuBLAS workspaces and the planner's caches are set up there).
 WARMUP_CALLS = 2
@@ -182,9 +183,10 @@ def restore(
 
 class UpdateGraph:
     """
-    The model updates of one ``train`` call of batched agents (``gradient_steps`` times: loss, backward pass,
-    :class:`AgentAdam` step with its per-agent skip of a non-finite loss) on a CUDA device, captured once for
-    fixed shapes and replayed on each new replay draw. The arithmetic is the eager updates' own; the warm-up
+    ``gradient_steps`` model updates of batched agents (loss, backward pass, :class:`AgentAdam` step with its
+    per-agent skip of a non-finite loss; :func:`~sb3_maxdiff.common.training.model_updates`) on a CUDA device,
+    captured once for fixed shapes and replayed on each new draw. The policy captures one minibatch's update
+    (``gradient_steps=1``), which ``train`` replays once per minibatch. The arithmetic is the eager updates' own; the warm-up
     updates made before the capture are undone, so the first replay starts from the same parameters and
     optimizer state as an eager update would.
 

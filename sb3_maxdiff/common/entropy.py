@@ -9,15 +9,13 @@ planner (predicted paths, one per sample) and the model-free reward wrapper (the
 trailing window of states).
 """
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch as th
 from torch import nn
 
-from sb3_maxdiff.common.utils import is_integer
+from sb3_maxdiff.common.utils import device_constant, is_integer
 
 ENTROPY_METHODS = ("logdet", "top_eigs", "log_trace")
 # how a covariance is kept invertible before its log-determinant: "diagonal" adds 1e-8 * I; "random" adds a draw of
@@ -169,8 +167,8 @@ class PathEntropySettings:
     def covariances(self, paths: th.Tensor) -> th.Tensor:
         """The weighted covariances of the windows of full-state paths, (..., T, n) -> (..., n_windows, d, d)."""
         if self.dims is not None:
-            paths = paths[..., _constant(self.dims, th.long, paths.device)]
-        weights = None if self.weights is None else _constant(self.weights, paths.dtype, paths.device)
+            paths = paths[..., device_constant(self.dims, th.long, paths.device)]
+        weights = None if self.weights is None else device_constant(self.weights, paths.dtype, paths.device)
         return window_covariances(paths, weights, self.window)
 
 
@@ -216,72 +214,6 @@ class EntropyBonus(nn.Module):
             paths = th.cat([past, paths], dim=-2)
         entropy = self.entropy(paths, generator)
         return entropy, self.weigh(entropy)
-
-
-class VisitedStates:
-    """
-    The last ``size`` states each environment visited, the current one included, oldest first: what a path entropy
-    that looks back in time takes in ahead of each planned path (``history`` of :meth:`EntropyBonus.forward`).
-
-    A new episode starts its environment's row afresh. Where the environments' episodes differ in age (one reset
-    fewer than ``size`` steps ago), the younger rows repeat their episode's first state so that every row has the
-    length of the oldest; with episodes of equal length, as with a time limit, no state is ever repeated. The ages
-    are counted on the host, so an update never waits for the device.
-
-    :param size: the most states kept per environment (>= 1)
-    """
-
-    def __init__(self, size: int):
-        if not (is_integer(size) and size >= 1):
-            raise ValueError(f"history must be an integer >= 1 to keep visited states, got {size!r}")
-        self.size = int(size)
-        self.states: th.Tensor | None = None  # (E, size, n), the newest last; before a row's oldest, copies of it
-        self.ages: np.ndarray | None = None  # (E,) how many states of each row are its episode's own
-
-    def update(self, states: th.Tensor, episode_start: np.ndarray | None = None) -> th.Tensor:
-        """
-        Add the current ``states`` (E, n) and return the visited states, shape (E, W, n) with W the age of the oldest
-        row (at most ``size``).
-
-        :param episode_start: bool (E,) on the host, True where the state is the first of a new episode
-        """
-        n_envs = states.shape[0]
-        if self.states is None or self.ages is None or self.states.shape[0] != n_envs:
-            self.states = states[:, None].expand(n_envs, self.size, states.shape[-1]).clone()
-            self.ages = np.ones(n_envs, dtype=np.int64)
-        else:
-            self.states = th.cat([self.states[:, 1:], states[:, None]], dim=1)
-            self.ages = np.minimum(self.ages + 1, self.size)
-            starts = np.zeros(n_envs, dtype=bool) if episode_start is None else np.asarray(episode_start, dtype=bool)
-            if starts.any():
-                rows = th.as_tensor(np.flatnonzero(starts), device=states.device)
-                self.states[rows] = states[rows, None].expand(len(rows), self.size, states.shape[-1])
-                self.ages[starts] = 1
-        return self.states[:, self.size - int(self.ages.max()) :]
-
-    def reset(self) -> None:
-        """Forget every visited state."""
-        self.states, self.ages = None, None
-
-    def as_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """The states and ages as numpy arrays (a ``predict`` state), after at least one :meth:`update`."""
-        assert self.states is not None and self.ages is not None
-        return self.states.cpu().numpy(), self.ages.copy()
-
-    @classmethod
-    def from_arrays(cls, states: np.ndarray, ages: np.ndarray, device: th.device) -> "VisitedStates":
-        """The inverse of :meth:`as_arrays`."""
-        visited = cls(states.shape[1])
-        visited.states = th.as_tensor(states, dtype=th.float32, device=device)
-        visited.ages = np.asarray(ages, dtype=np.int64).copy()
-        return visited
-
-
-@functools.lru_cache(maxsize=64)
-def _constant(values: tuple, dtype: th.dtype, device: th.device) -> th.Tensor:
-    """``values`` as a tensor on ``device``, made once: no host-to-device copy per planning call (and none
-    while a CUDA graph is captured)."""
-    return th.tensor(values, dtype=dtype, device=device)
 
 
 def _window_size(window: bool | int | None, horizon: int, n_dims: int) -> int | None:

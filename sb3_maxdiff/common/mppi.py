@@ -3,7 +3,6 @@ Model predictive path integral (MPPI) planning with a learned model,
 batched over samples and parallel environments, each environment with its own warm start.
 """
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,7 +11,7 @@ from typing import Any, NamedTuple, Protocol
 import torch as th
 
 from sb3_maxdiff.common.entropy import EntropyBonus
-from sb3_maxdiff.common.utils import check_flag, check_fraction, check_positive
+from sb3_maxdiff.common.utils import check_flag, check_fraction, check_positive, device_constant
 
 # Scores that are not finite (diverging model) get this value: they receive ~zero weight.
 INVALID_SCORE = -1e30
@@ -166,13 +165,7 @@ class PlannerSettings:
         """The control-cost flags as 1.0 / 0.0 per agent, shape (N, 1), made once per device and dtype."""
         if not self.per_agent_control_cost:
             raise ValueError("control_cost_mask needs one control_cost flag per agent (a tuple)")
-        return _flags(self.control_cost, dtype, device)[:, None]
-
-
-@functools.lru_cache(maxsize=64)
-def _flags(flags: tuple[bool, ...], dtype: th.dtype, device: th.device) -> th.Tensor:
-    """``flags`` as 1.0 / 0.0 on ``device``, made once (no host-to-device copy per call, none during a graph capture)."""
-    return th.tensor([float(flag) for flag in flags], dtype=dtype, device=device)
+        return device_constant(self.control_cost, dtype, device)[:, None]
 
 
 def _generic_rollout(

@@ -1,11 +1,8 @@
-"""Adam for parameters batched over independent agents, with a per-agent, device-side skip; the model updates."""
+"""Adam for parameters batched over independent agents, with a per-agent, device-side skip; the optimizer step."""
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable
 
 import torch as th
-
-from sb3_maxdiff.common.models import DynamicsRewardBase, ModelLosses
 
 
 class AgentAdam(th.optim.Optimizer):
@@ -136,42 +133,3 @@ def apply_update(optimizer: th.optim.Optimizer, loss: th.Tensor, finite: th.Tens
     else:
         optimizer.step()
     return True
-
-
-class ModelUpdate(NamedTuple):
-    """One gradient step: its losses, whether they were finite (per agent), whether it was applied."""
-
-    losses: ModelLosses
-    finite: th.Tensor
-    applied: bool
-
-
-def model_updates(
-    model: DynamicsRewardBase,
-    optimizer: th.optim.Optimizer,
-    data: Sequence[th.Tensor],
-    batch_size: int,
-    gradient_steps: int,
-) -> list[ModelUpdate]:
-    """
-    ``gradient_steps`` updates of ``model`` on consecutive minibatches of ``batch_size`` rows cut from one
-    replay draw (rows on the second-to-last axis of each tensor of ``data``), each skipped where its loss is
-    not finite (see :func:`apply_update`); a model with a terminal value moves its target network after each.
-
-    :param model: the learned model (its ``loss`` takes the tensors of ``data``)
-    :param optimizer: its optimizer
-    :param data: the replay draw, ``batch_size * gradient_steps`` rows
-    :param batch_size: rows per update
-    :param gradient_steps: updates
-    :return: the updates, in order
-    """
-    updates = []
-    for step in range(gradient_steps):
-        batch = (tensor[..., step * batch_size : (step + 1) * batch_size, :] for tensor in data)
-        losses = model.loss(*batch)
-        finite = th.isfinite(losses.total)
-        applied = apply_update(optimizer, losses.total, finite)
-        if model.has_value:
-            model.update_value_target()
-        updates.append(ModelUpdate(losses, finite, applied))
-    return updates

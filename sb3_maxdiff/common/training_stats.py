@@ -9,10 +9,11 @@ from collections.abc import Callable
 import numpy as np
 import torch as th
 
+from sb3_maxdiff.common.actor_critic import ActorCriticLosses
 from sb3_maxdiff.common.agents import AgentLayout, Record
 from sb3_maxdiff.common.models import ModelLosses
 from sb3_maxdiff.common.mppi import STAT_NAMES
-from sb3_maxdiff.common.optimizers import ModelUpdate
+from sb3_maxdiff.common.training import ModelUpdate
 
 
 class DeviceSums:
@@ -40,12 +41,14 @@ class DeviceSums:
 
 
 class TrainingStats:
-    """Device-side sums of one training run's planner statistics and model updates, logged at each dump."""
+    """Device-side sums of one training run's planner statistics, model updates and actor-critic updates, logged at
+    each dump."""
 
     def __init__(self) -> None:
         self.sums = DeviceSums()
         self.planner_calls = 0
         self.attempted_updates = 0
+        self.critic_updates = 0
 
     def add_plan(self, stats: th.Tensor) -> None:
         """One planning call's statistics, shape (E, len(STAT_NAMES))."""
@@ -69,6 +72,11 @@ class TrainingStats:
         losses = th.stack(parts).detach()
         self.sums.add("losses", th.where(finite, losses, th.zeros((), device=losses.device)))
         self.sums.add("applied", finite.float())
+
+    def add_critic(self, losses: ActorCriticLosses) -> None:
+        """One SAC update of the actor and critics (``terminal_value="q"``)."""
+        self.sums.add("critic", th.stack(losses))
+        self.critic_updates += 1
 
     def flush(
         self,
@@ -114,4 +122,8 @@ class TrainingStats:
             record("train/model_log_std", float(model_log_std.detach().mean()))
             model_loss = losses[0]
         agents.record(record, model_loss)
+        if "critic" in sums:  # SAC's names, the means since the last dump
+            for name, value in zip(ActorCriticLosses._fields, sums["critic"] / self.critic_updates):
+                record(f"train/{name}_loss" if name in ("actor", "critic") else f"train/{name}", float(value))
+        self.critic_updates = 0
         return n_updates

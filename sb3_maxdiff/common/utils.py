@@ -1,6 +1,7 @@
-"""Small helpers of the algorithms: argument checks and the denormal-flushing switch."""
+"""Small helpers of the algorithms: argument checks, constants made once per device, the denormal-flushing switch."""
 
 import contextlib
+import functools
 import json
 import pathlib
 import zipfile
@@ -43,6 +44,13 @@ def check_spaces(observation_space: spaces.Space, action_space: spaces.Space) ->
             f"observation_space must be a flat Box of shape (n,) (the model is an MLP over the state), got shape "
             f"{observation_space.shape}; flatten it first, e.g. with gymnasium.wrappers.FlattenObservation"
         )
+
+
+@functools.lru_cache(maxsize=128)
+def device_constant(values: tuple, dtype: th.dtype, device: th.device) -> th.Tensor:
+    """``values`` (bools count as 1.0 / 0.0) as a tensor on ``device``, made once: no host-to-device copy per planning
+    call, and none while a CUDA graph is captured."""
+    return th.tensor(values, dtype=dtype, device=device)
 
 
 def is_integer(value: object) -> bool:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch as th
-from stable_baselines3.common.base_class import maybe_make_env
+from gymnasium import spaces
 from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise
@@ -21,15 +21,16 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import update_learning_rate
+from stable_baselines3.common.vec_env import VecEnv
 
-from sb3_maxdiff.common.actor_critic import ActorCriticLosses
+from sb3_maxdiff.common.actor_critic import check_critic_setup, check_terminal_value
 from sb3_maxdiff.common.agents import AgentLayout, IndependentAgentsMixin, check_agent_env, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer, check_replay_buffer
 from sb3_maxdiff.common.entropy import PathEntropySettings
 from sb3_maxdiff.common.mppi import PlannerSettings
-from sb3_maxdiff.common.optimizers import ModelUpdate
+from sb3_maxdiff.common.plan_memory import PlanCarry
 from sb3_maxdiff.common.precision import AUTO, PLANNER_DTYPE_CHOICES
-from sb3_maxdiff.common.step_state import PlanCarry, UpdatesAhead, check_overlap_updates, make_updates_ahead
+from sb3_maxdiff.common.training import ModelUpdate, UpdatesAhead, check_overlap_updates, minibatch
 from sb3_maxdiff.common.training_stats import TrainingStats
 from sb3_maxdiff.common.utils import (
     check_choice,
@@ -46,7 +47,6 @@ from sb3_maxdiff.nnmppi.policies import MlpPolicy, MPPIPolicy
 SelfNNMPPI = TypeVar("SelfNNMPPI", bound="NNMPPI")
 
 ACTION_SEMANTICS = ("bounded", "authors")
-TERMINAL_VALUE_CHOICES = (False, True, "v", "q")
 WARMUP_ACTIONS = ("random", "planner")
 
 
@@ -159,40 +159,27 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         _init_setup_model: bool = True,
     ):
         policy_name, env = split_policy_and_env(policy, env, self.policy_aliases)
-        if isinstance(env, str):
-            env = maybe_make_env(env, verbose)
-        if env is not None:  # before SB3's own checks, for a clear error
-            check_spaces(env.observation_space, env.action_space)
         self.horizon = horizon
         self.n_samples = n_samples
         self.temperature = temperature
         self.noise_std = noise_std
         self.control_cost = list(control_cost) if is_per_agent(control_cost) else control_cost
         self.action_semantics = action_semantics
-        if isinstance(terminal_value, (bool, np.bool_)):
-            terminal_value = bool(terminal_value)
-        elif terminal_value not in ("v", "q"):
-            raise ValueError(f"terminal_value must be one of {list(TERMINAL_VALUE_CHOICES)}, got {terminal_value!r}")
-        self.terminal_value = terminal_value
+        self.terminal_value, self.actor_samples, self.actor_bc_coef = check_terminal_value(
+            terminal_value, actor_samples, actor_bc_coef
+        )
         self.gamma = check_fraction("gamma", gamma)
         self.tau = check_fraction("tau", tau)
-        if not (isinstance(actor_samples, (int, float)) and 0.0 <= actor_samples < 1.0):
-            raise ValueError(f"actor_samples must be a share in [0, 1), got {actor_samples!r}")
-        self.actor_samples = float(actor_samples)
-        if not (isinstance(actor_bc_coef, (int, float)) and actor_bc_coef >= 0.0):
-            raise ValueError(f"actor_bc_coef must be a number >= 0, got {actor_bc_coef!r}")
-        self.actor_bc_coef = float(actor_bc_coef)
         check_choice("planner_dtype", planner_dtype, PLANNER_DTYPE_CHOICES)
         self.planner_dtype = planner_dtype
         self._reset_planner_dtype()
         self.planner_dtype_timings: dict[str, float] = {}
-        self.planner_settings.check()  # before SB3's setup: a bad planner argument's error comes first
+        _ = self.planner_settings  # made, and so checked, before SB3's setup: a bad planner argument's error comes first
         check_positive("batch_size", batch_size, integer=True)
         check_choice("action_semantics", action_semantics, ACTION_SEMANTICS)
         check_choice("warmup_actions", warmup_actions, WARMUP_ACTIONS)
         self.independent_agents = check_flag("independent_agents", independent_agents)
         self.cuda_graph = check_flag("cuda_graph", cuda_graph)
-        self._check_critic_options()
         self.overlap_updates = check_flag("overlap_updates", overlap_updates)
         replay_buffer_class = check_replay_buffer(buffer_size, replay_buffer_class, optimize_memory_usage)
         super().__init__(
@@ -217,6 +204,7 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
             support_multi_env=True,
             seed=seed,
             sde_support=False,
+            supported_action_spaces=(spaces.Box,),
         )
         self.warmup_actions = warmup_actions
         self._ahead = UpdatesAhead()  # overlap_updates: a step's updates, made before the environments step
@@ -224,7 +212,6 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         self.agents: AgentLayout | None = None  # what differs between the two, set up with the model
         self._plans = PlanCarry()  # the warm start and visited states, from one training plan to the next
         self._stats = TrainingStats()
-        self._critic_losses: list[ActorCriticLosses] = []  # on the device until the logs are written
         if _init_setup_model:
             self._setup_model()
 
@@ -235,15 +222,6 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         if self.terminal_value is False:
             return None
         return "v" if self.terminal_value is True else str(self.terminal_value)
-
-    def _check_critic_options(self) -> None:
-        """The actor-critic (``terminal_value="q"``) is one model's, planned eagerly: refuse the options it lacks."""
-        if self.value_kind != "q":
-            return
-        if self.independent_agents:
-            raise ValueError("terminal_value='q' is not available with independent_agents=True; use 'v' or one agent")
-        if self.cuda_graph:
-            raise ValueError("terminal_value='q' plans eagerly: cuda_graph=True is not available with it")
 
     def _make_path_entropy(self) -> PathEntropySettings | None:
         """The MaxDiff term; NN-MPPI has none."""
@@ -267,9 +245,15 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
     def _per_agent_settings(self) -> dict[str, list | tuple]:
         return {"control_cost": self.control_cost} if is_per_agent(self.control_cost) else {}
 
+    @staticmethod
+    def _wrap_env(env: GymEnv, verbose: int = 0, monitor_wrapper: bool = True) -> VecEnv:
+        """SB3's, after the spaces are checked (as the env gives them, before SB3's wrappers; at ``load`` and
+        ``set_env`` too), so that an unsupported space is refused with the reason."""
+        check_spaces(env.observation_space, env.action_space)
+        return OffPolicyAlgorithm._wrap_env(env, verbose, monitor_wrapper)
+
     def _setup_model(self) -> None:
-        check_spaces(self.observation_space, self.action_space)
-        self._check_critic_options()  # at load too: cuda_graph comes from the caller there
+        check_critic_setup(self.value_kind, self.independent_agents, self.cuda_graph)  # at load: cuda_graph is the caller's
         self._reset_planner_dtype()  # at load too: planner_dtype comes from the saved file or the caller
         check_agent_env(self.independent_agents, self.n_agents, self.n_envs, self._vec_normalize_env)
         self._check_per_agent_settings()
@@ -341,8 +325,29 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
     ) -> tuple[np.ndarray, np.ndarray]:
         actions, buffer_actions = self._training_actions(learning_starts, action_noise, n_envs)
         if self.overlap_updates:
-            make_updates_ahead(self, buffer_actions, n_envs)
+            self._train_ahead(buffer_actions, n_envs)
         return actions, buffer_actions
+
+    def _train_ahead(self, buffer_actions: np.ndarray, n_envs: int) -> None:
+        """
+        ``overlap_updates``: the ``train`` call that SB3 makes once the environments have taken ``buffer_actions`` and
+        the step is stored, made now. This is the last hook before the environments step, and on a GPU the updates
+        then run while the host steps them. They are made as they will be then: the step counted, the learning rate
+        of that point, the step's next action stored, the same replay draw; SB3's call then only takes them.
+        """
+        self._stats.add_updates(self._ahead.take())  # made for a step whose train() call did not come
+        steps_after = self.num_timesteps + n_envs
+        gradient_steps = self.gradient_steps if self.gradient_steps >= 0 else n_envs
+        if steps_after <= self.learning_starts or gradient_steps <= 0:
+            return
+        progress = self._current_progress_remaining
+        self._update_current_progress_remaining(steps_after, self._total_timesteps)  # the rate after the step
+        try:
+            self.replay_buffer.set_next_action(buffer_actions)
+            self.train(gradient_steps, self.batch_size, ahead=True)
+        finally:
+            self._current_progress_remaining = progress  # SB3 moves it on after the step, as before
+            self.policy.set_training_mode(False)  # as SB3 left it for collecting the step
 
     def _training_actions(
         self, learning_starts: int, action_noise: ActionNoise | None, n_envs: int
@@ -393,41 +398,45 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         return self.policy.predict(observation, state, episode_start, deterministic, planner=False)  # type: ignore[return-value]
 
     # ----- learning --------------------------------------------------------------------------
-    def train(self, gradient_steps: int, batch_size: int = 128) -> None:
-        """The model updates after an environment step (with ``overlap_updates``, made already before it)."""
-        updates = self._ahead.take()
-        if updates is None:
-            updates = self._model_updates(gradient_steps, batch_size)
-        elif updates:  # made before the environments stepped; their learning rate is logged here, as SB3 does
-            self.logger.record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
-        self._stats.add_updates(updates)
-
-    def _model_updates(self, gradient_steps: int, batch_size: int, ahead: bool = False) -> list[ModelUpdate]:
+    def train(self, gradient_steps: int, batch_size: int = 128, ahead: bool = False) -> None:
         """
-        The model updates of a ``train`` call; ``ahead``: made before the environment step after which SB3 calls
-        ``train``, as they will be after it (the step and the transition it stores counted, the learning rate of that
-        point, the same replay draw).
+        The updates after an environment step: one replay draw for all ``gradient_steps``, then on each minibatch the
+        model's update (its loss, an Adam step skipped where the loss is not finite, the Polyak step of a value's
+        target) and, with ``terminal_value="q"``, SAC's update of the actor and critics on the same rows. The losses
+        are summed on the device and logged at the next dump. ``ahead``: made before the environments step (see
+        :meth:`_train_ahead`), so the step and its transition count as taken.
         """
-        steps_ahead = self.n_envs if ahead else 0
-        agent_steps = self._agents.agent_steps(self.num_timesteps + steps_ahead)
-        if self.replay_buffer.size(ahead) < 1 or agent_steps <= self.learning_starts:
-            return []
-        if self.gradient_steps < 0:
+        if self._ahead.held and not ahead:  # overlap_updates: made before the environments stepped
+            updates_ahead = self._ahead.take()
+            self._stats.add_updates(updates_ahead)
+            if updates_ahead:  # their learning rate is logged here, as SB3 does
+                self.logger.record("train/learning_rate", self.lr_schedule(self._current_progress_remaining))
+            return
+        updates: list[ModelUpdate] = []
+        if ahead:  # what a log written during the step shows: the model's log std before these updates
+            self._ahead.hold(updates, self.policy.model.log_std.detach().mean())
+        steps = self.num_timesteps + (self.n_envs if ahead else 0)
+        if self.replay_buffer.size(ahead) < 1 or self._agents.agent_steps(steps) <= self.learning_starts:
+            return
+        if self.gradient_steps < 0:  # SB3 passes the environment steps; each agent makes one update per own step
             gradient_steps = self._agents.gradient_steps(gradient_steps)
         self.policy.set_training_mode(True)
         actor_critic = self.policy.actor_critic
         optimizers = [self.policy.optimizer, *(actor_critic.optimizers if actor_critic is not None else [])]
-        if ahead:
+        if ahead:  # logged by SB3's call after the step
             for optimizer in optimizers:
                 update_learning_rate(optimizer, self.lr_schedule(self._current_progress_remaining))
         else:
             self._update_learning_rate(optimizers)
         # one draw for all gradient steps: a single host-to-device copy
         data = self._agents.sample(self.replay_buffer, batch_size * gradient_steps, self._vec_normalize_env, ahead)
-        updates = self.policy.update_model(data, batch_size, gradient_steps)
-        if actor_critic is not None:  # SAC's updates of the actor and critics, on the model's minibatches
-            self._critic_losses += actor_critic.updates(data, batch_size, gradient_steps)
-        return updates
+        for step in range(gradient_steps):
+            batch = minibatch(data, step, batch_size)
+            updates.append(self.policy.update_model(batch))  # eager, or replayed from a CUDA graph
+            if actor_critic is not None:
+                self._stats.add_critic(actor_critic.update(batch))
+        if not ahead:
+            self._stats.add_updates(updates)
 
     def _record_device_stats(self) -> None:
         """Log the device-side statistics since the last dump, count the updates, warn about skips."""
@@ -435,11 +444,6 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
         record = self.logger.record if hasattr(self, "_logger") else lambda *args, **kwargs: None
         log_std = self._ahead.logged_log_std(self.policy.model.log_std)  # overlap_updates: before this step's updates
         self._n_updates = self._stats.flush(record, self._agents, self._n_updates, log_std, self.policy.warn_nonfinite)
-        if self._critic_losses:  # SAC's names, the means since the last log (one copy to the host)
-            means = th.stack([th.stack(losses) for losses in self._critic_losses]).mean(dim=0).tolist()
-            for name, value in zip(ActorCriticLosses._fields, means):
-                record(f"train/{name}_loss" if name in ("actor", "critic") else f"train/{name}", value)
-            self._critic_losses = []
 
     def dump_logs(self) -> None:
         self._record_device_stats()
@@ -481,16 +485,7 @@ class NNMPPI(IndependentAgentsMixin, OffPolicyAlgorithm):
     def _excluded_save_params(self) -> list[str]:
         # how to run (cuda_graph, overlap_updates) is chosen again at load, like the device, and planner_dtype="auto"
         # decided again there; the agents are set up again with the model (_agent_returns: files of earlier versions)
-        excluded = [
-            "_plans",
-            "_stats",
-            "cuda_graph",
-            "agents",
-            "_agent_returns",
-            "overlap_updates",
-            "_ahead",
-            "_critic_losses",
-        ]
+        excluded = ["_plans", "_stats", "cuda_graph", "agents", "_agent_returns", "overlap_updates", "_ahead"]
         excluded += ["_planner_dtype_in_use", "planner_dtype_timings"]
         return [*super()._excluded_save_params(), *excluded]
 

@@ -14,11 +14,13 @@ from torch import nn
 
 from sb3_maxdiff.common.actor_critic import ActorCritic
 from sb3_maxdiff.common.cuda_graphs import GraphedPlanning, GraphedUpdates
-from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropySettings, VisitedStates
+from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropySettings
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel, check_net_arch
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
-from sb3_maxdiff.common.optimizers import AgentAdam, ModelUpdate, model_updates
+from sb3_maxdiff.common.optimizers import AgentAdam
+from sb3_maxdiff.common.plan_memory import VisitedStates
 from sb3_maxdiff.common.precision import choose_planner_dtype
+from sb3_maxdiff.common.training import ModelUpdate, model_update
 from sb3_maxdiff.common.utils import check_choice, check_flag, flushing_denormals
 
 # the seed of the generator that deterministic planning draws its noise from, anew at every call
@@ -215,7 +217,7 @@ class MPPIPolicy(BasePolicy):
         """
         Plan for a batch of environments.
 
-        :param obs: observations, shape (E, *obs_shape)
+        :param obs: observations, shape ``(E, *obs_shape)``
         :param nominal: warm start from the previous call, shape (E, H, m); None means episode start
         :param episode_start: bool (E,), True where an episode starts
         :param deterministic: draw the sampling noise from a generator seeded with :data:`DETERMINISTIC_SEED` (the
@@ -241,15 +243,15 @@ class MPPIPolicy(BasePolicy):
             return self._graphs.plan(self.planner, self.model, obs, nominal, episode_start)
         return self.planner.plan(self.model, obs, nominal, episode_start, history=history)
 
-    def update_model(self, data: Sequence[th.Tensor], batch_size: int, gradient_steps: int) -> list[ModelUpdate]:
+    def update_model(self, batch: Sequence[th.Tensor]) -> ModelUpdate:
         """
-        ``gradient_steps`` updates of the model on consecutive minibatches of ``batch_size`` rows of the replay draw
-        ``data`` (:func:`~sb3_maxdiff.common.optimizers.model_updates`); with ``cuda_graph``, replayed from a
-        captured graph where that is possible (:class:`~sb3_maxdiff.common.cuda_graphs.GraphedUpdates`).
+        One update of the model on a minibatch (:func:`~sb3_maxdiff.common.training.model_update`); with
+        ``cuda_graph``, replayed from a captured graph where that is possible
+        (:class:`~sb3_maxdiff.common.cuda_graphs.GraphedUpdates`), with the same arithmetic.
         """
         if self.cuda_graph:
-            return self._graphed_updates.run(self.model, self.optimizer, data, batch_size, gradient_steps)
-        return model_updates(self.model, self.optimizer, data, batch_size, gradient_steps)
+            return self._graphed_updates.run(self.model, self.optimizer, batch, batch[0].shape[-2], 1)[0]
+        return model_update(self.model, self.optimizer, batch)
 
     def fastest_planner_dtype(self, n_rows: int) -> tuple[str, dict[str, float]]:
         """

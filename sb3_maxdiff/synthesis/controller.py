@@ -10,8 +10,9 @@ from collections.abc import Callable, Sequence
 import torch as th
 from torch import nn
 
-from sb3_maxdiff.common.entropy import EntropyBonus, VisitedStates, make_path_entropy
+from sb3_maxdiff.common.entropy import EntropyBonus, make_path_entropy
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
+from sb3_maxdiff.common.plan_memory import VisitedStates
 from sb3_maxdiff.common.utils import is_integer, is_real
 
 Dynamics = Callable[[th.Tensor, th.Tensor], th.Tensor]
