@@ -20,7 +20,7 @@ from stable_baselines3.common.env_util import make_vec_env
 import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff import MaxDiffMPPI
 from sb3_maxdiff.common.mppi import STAT_NAMES
-from sb3_maxdiff.experiments.presets import published_kwargs
+from sb3_maxdiff.experiments.define.presets import published_kwargs
 
 BODIES = {
     "point-mass": "sb3_maxdiff/PointMassUnbounded-beta0_01-v0",

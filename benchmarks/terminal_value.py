@@ -21,7 +21,7 @@ from stable_baselines3.common.logger import configure
 
 from sb3_maxdiff import MaxDiffMPPI
 from sb3_maxdiff.envs import SWIMMER_HEAVY
-from sb3_maxdiff.experiments.presets import cell_kwargs, get_budget, get_preset
+from sb3_maxdiff.experiments.define.presets import cell_kwargs, get_budget, get_preset
 
 # (preset, cell setting) of each timed setting
 CELLS = {"H=10 value": ("terminal-value", "H=10 value"), "H=10 critic": ("past-horizon", "swimmer critic")}

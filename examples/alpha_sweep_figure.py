@@ -20,8 +20,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch as th
 
-from sb3_maxdiff.experiments.presets import SWIMMER_ALPHA_PUBLISHED
-from sb3_maxdiff.experiments.tables import per_seed_values
+from sb3_maxdiff.experiments.analyse.tables import per_seed_values
+from sb3_maxdiff.experiments.define.presets import SWIMMER_ALPHA_PUBLISHED
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPRODUCTION = os.path.join(HERE, "..", "docs", "reproduction")

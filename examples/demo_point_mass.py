@@ -28,7 +28,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from tqdm import tqdm
 
-from sb3_maxdiff.experiments.presets import published_kwargs
+from sb3_maxdiff.experiments.define.presets import published_kwargs
 
 ENV_ID = "sb3_maxdiff/PointMassUnbounded-beta0_01-v0"
 METHODS = ("MaxDiff", "NN-MPPI")

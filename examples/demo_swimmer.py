@@ -52,10 +52,10 @@ from tqdm import tqdm
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
 from sb3_maxdiff.envs import SWIMMER_HEAVY, point_mass_id
-from sb3_maxdiff.experiments.presets import PRESETS, published_kwargs
-from sb3_maxdiff.experiments.report import published_points
-from sb3_maxdiff.experiments.stats import mann_whitney_pvalue
-from sb3_maxdiff.experiments.tables import per_seed_values
+from sb3_maxdiff.experiments.analyse.report import published_points
+from sb3_maxdiff.experiments.analyse.stats import mann_whitney_pvalue
+from sb3_maxdiff.experiments.analyse.tables import per_seed_values
+from sb3_maxdiff.experiments.define.presets import PRESETS, published_kwargs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPRODUCTION = os.path.join(HERE, "..", "docs", "reproduction")

@@ -13,7 +13,7 @@ import sb3_maxdiff  # noqa: F401
 from sb3_maxdiff import MaxDiffMPPI
 from sb3_maxdiff.envs import SWIMMER_LIGHT
 from sb3_maxdiff.experiments import learn_single_shot, make_single_shot_env
-from sb3_maxdiff.experiments.presets import published_kwargs
+from sb3_maxdiff.experiments.define.presets import published_kwargs
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--steps", type=int, default=5000)

@@ -17,7 +17,7 @@ import sb3_maxdiff  # noqa: F401
 from sb3_maxdiff import MaxDiffMPPI
 from sb3_maxdiff.envs import SWIMMER_HEAVY, SWIMMER_LIGHT
 from sb3_maxdiff.experiments import evaluate_transfer
-from sb3_maxdiff.experiments.presets import published_kwargs
+from sb3_maxdiff.experiments.define.presets import published_kwargs
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--steps", type=int, default=3000)

@@ -127,7 +127,7 @@ def test_bad_choices_name_the_parameter(kwargs, message):
 
 
 def test_paper_yaml_uses_the_authors_semantics():
-    from sb3_maxdiff.experiments.presets import PRESETS
+    from sb3_maxdiff.experiments.define.presets import PRESETS
 
     cells = PRESETS["point-mass-beta"].cells
     assert all("PointMassUnbounded" in cell.env_id for cell in cells)

@@ -14,13 +14,13 @@ from test_experiment_runner import _monitor_rows, _result
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI, StepSchedule
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
-from sb3_maxdiff.experiments.arguments import describe_time_limit, duration_seconds
-from sb3_maxdiff.experiments.batching import batch_dir, batch_kwargs, group_runs
-from sb3_maxdiff.experiments.execution import execute_group
-from sb3_maxdiff.experiments.options import EXIT_TIME_LIMIT, Deadline, EvaluationClock, ExecutionOptions, TimeLimitReached
-from sb3_maxdiff.experiments.runner import ProgressDisplay
-from sb3_maxdiff.experiments.specs import RunSpec, build_specs, is_finished
-from sb3_maxdiff.experiments.training import Progress, TrainingHook, training_steps_done
+from sb3_maxdiff.experiments.commands.arguments import describe_time_limit, duration_seconds
+from sb3_maxdiff.experiments.define.specs import RunSpec, build_specs, is_finished
+from sb3_maxdiff.experiments.run.batching import batch_dir, batch_kwargs, group_runs
+from sb3_maxdiff.experiments.run.execution import execute_group
+from sb3_maxdiff.experiments.run.options import EXIT_TIME_LIMIT, Deadline, EvaluationClock, ExecutionOptions, TimeLimitReached
+from sb3_maxdiff.experiments.run.runner import ProgressDisplay
+from sb3_maxdiff.experiments.run.training import Progress, TrainingHook, training_steps_done
 from sb3_maxdiff.nnmppi.policies import MPPIPolicy
 
 
@@ -117,7 +117,7 @@ def test_a_bad_time_limit_says_what_it_wanted(text):
 
 def test_deadline_stops_where_the_next_episode_might_not_end_in_time(monkeypatch):
     now = [1000.0]
-    monkeypatch.setattr("sb3_maxdiff.experiments.options.time.time", lambda: now[0])
+    monkeypatch.setattr("sb3_maxdiff.experiments.run.options.time.time", lambda: now[0])
     deadline = Deadline(1100.0)
     now[0] = 1030.0
     assert not deadline.episode_ended()  # 70 s left > 1.5 * 30 s + 10 s
@@ -211,7 +211,7 @@ def test_an_evaluation_that_would_not_end_before_the_limit_stops_early_and_leave
         now[0] += 1.0
         return now[0]
 
-    monkeypatch.setattr("sb3_maxdiff.experiments.options.time", types.SimpleNamespace(time=one_second_a_call))
+    monkeypatch.setattr("sb3_maxdiff.experiments.run.options.time", types.SimpleNamespace(time=one_second_a_call))
     options = ExecutionOptions(batch_eval=batch_eval, deadline=now[0] + 100.0)  # 100 steps need 100 s, plus the margin
     with pytest.raises(TimeLimitReached, match=f"{what} would need about 8[0-9] s more \(1[5-7] of at most 100 steps"):
         execute_group(specs, out, options=options)
@@ -424,7 +424,7 @@ def test_a_batch_steps_in_the_calling_thread_and_trains_as_in_a_dummy_vec_env(tm
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from sb3_maxdiff.common.vec_env import ThreadedVecEnv
-    from sb3_maxdiff.experiments import environments, training
+    from sb3_maxdiff.experiments.run import environments, training
 
     default = environments.batch_env([lambda: environments.make_env("sb3_maxdiff/PointMass-beta1-v0", smoke_batch()[0])])
     assert isinstance(default, ThreadedVecEnv) and default.stepper.n_threads == 1
@@ -457,7 +457,7 @@ def test_a_batch_with_overlapped_updates_stops_resumes_and_ends_as_one_without(t
 
 
 def test_overlap_updates_reaches_the_models(tmp_path, monkeypatch):
-    from sb3_maxdiff.experiments import run_command
+    from sb3_maxdiff.experiments.commands import run_command
 
     seen = []
     monkeypatch.setattr(run_command, "run_specs", lambda specs, out, jobs, options, *rest: seen.append(options) or ([], []))
@@ -470,7 +470,7 @@ def test_overlap_updates_reaches_the_models(tmp_path, monkeypatch):
 
 
 def test_env_threads_reaches_the_runs_and_must_be_positive(tmp_path, monkeypatch, capsys):
-    from sb3_maxdiff.experiments import run_command
+    from sb3_maxdiff.experiments.commands import run_command
 
     seen = []
     monkeypatch.setattr(run_command, "run_specs", lambda specs, out, jobs, options, *rest: seen.append(options) or ([], []))
@@ -487,8 +487,8 @@ def test_a_signal_stops_training_with_a_checkpoint_and_then_the_evaluation(tmp_p
     evaluation at its next step; the same call then resumes each."""
     import signal
 
-    from sb3_maxdiff.experiments.options import StopRequest
-    from sb3_maxdiff.experiments.training import Progress
+    from sb3_maxdiff.experiments.run.options import StopRequest
+    from sb3_maxdiff.experiments.run.training import Progress
 
     specs, out = smoke_batch(), str(tmp_path)
     steps, stop_at = [0], [150]  # environment steps of the 4 agents: 150 is in the first episode's middle
@@ -590,8 +590,8 @@ def test_maxdiff_runs_with_the_authors_jitter_batch_with_nnmppi_runs():
     import dataclasses
 
     from sb3_maxdiff import MaxDiffMPPI
-    from sb3_maxdiff.experiments.batching import ENTROPY_KWARGS, PER_AGENT_KWARGS, batch_key
-    from sb3_maxdiff.experiments.specs import build_specs
+    from sb3_maxdiff.experiments.define.specs import build_specs
+    from sb3_maxdiff.experiments.run.batching import ENTROPY_KWARGS, PER_AGENT_KWARGS, batch_key
 
     assert set(ENTROPY_KWARGS) | set(PER_AGENT_KWARGS) >= set(MaxDiffMPPI.ENTROPY_PARAMETERS)
     maxdiff, nnmppi = build_specs("swimmer-methods", "smoke", [0], settings=["heavy"], methods=["maxdiff", "nnmppi"])

@@ -409,7 +409,7 @@ def test_gpu_suite_names_scripts_options_and_tests_that_exist():
         options = [token for token in line[2:] if token.startswith("--")]
         assert options and all(f'"{option}"' in source for option in options), (step.name, options)
         if "--preset" in line:  # a preset the runner knows, with the setting (heavy by default) and method asked for
-            from sb3_maxdiff.experiments.presets import PRESETS
+            from sb3_maxdiff.experiments.define.presets import PRESETS
 
             preset = PRESETS[line[line.index("--preset") + 1]]
             setting = line[line.index("--setting") + 1] if "--setting" in line else "heavy"

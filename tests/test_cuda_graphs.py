@@ -401,7 +401,7 @@ def test_runner_trains_batched_seeds_with_cuda_graphs(tmp_path):
     import json
 
     from sb3_maxdiff.experiments.__main__ import main as experiments_main
-    from sb3_maxdiff.experiments.specs import RESULT_FILE, build_specs
+    from sb3_maxdiff.experiments.define.specs import RESULT_FILE, build_specs
 
     cell = ["point-mass-beta", "--budget", "smoke", "--settings", "beta=1", "--methods", "maxdiff"]
     argv = ["run", *cell, "--seeds", "2", "--device", "cuda", "--cuda-graph", "--batch-seeds", "--out", str(tmp_path)]

@@ -14,7 +14,7 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from sb3_maxdiff import MaxDiffMPPI
 from sb3_maxdiff.envs import SWIMMER_HEAVY
-from sb3_maxdiff.experiments.presets import published_kwargs
+from sb3_maxdiff.experiments.define.presets import published_kwargs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]

@@ -11,7 +11,7 @@ from helpers import SUBPROCESS_TIMEOUT, registered_episodes_of, run_script
 
 from sb3_maxdiff import synthesis
 from sb3_maxdiff.envs import ANT, HALF_CHEETAH, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
-from sb3_maxdiff.experiments.presets import PRESETS, cell_kwargs, get_budget, published_kwargs
+from sb3_maxdiff.experiments.define.presets import PRESETS, cell_kwargs, get_budget, published_kwargs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -8,11 +8,11 @@ import pytest
 from helpers import SUBPROCESS_TIMEOUT
 
 from sb3_maxdiff.envs import ANT, SWIMMER_HEAVY, SWIMMER_LIGHT
-from sb3_maxdiff.experiments import presets, zoo_files
-from sb3_maxdiff.experiments.presets import PRESETS, SAC_ZOO, cell_kwargs, get_budget
-from sb3_maxdiff.experiments.report import curve_table
-from sb3_maxdiff.experiments.results import Run
-from sb3_maxdiff.experiments.specs import build_specs
+from sb3_maxdiff.experiments.analyse.report import curve_table
+from sb3_maxdiff.experiments.analyse.results import Run
+from sb3_maxdiff.experiments.define import presets, zoo_files
+from sb3_maxdiff.experiments.define.presets import PRESETS, SAC_ZOO, cell_kwargs, get_budget
+from sb3_maxdiff.experiments.define.specs import build_specs
 
 
 def _cells(preset: str) -> dict:
@@ -50,7 +50,7 @@ def test_sac_zoo_without_rl_zoo_names_the_extra():
     script = (
         "import sys\n"
         "sys.modules['rl_zoo3'] = None\n"
-        "from sb3_maxdiff.experiments.specs import build_specs\n"
+        "from sb3_maxdiff.experiments.define.specs import build_specs\n"
         "assert len(build_specs('swimmer-methods', 'smoke', [0], methods=['maxdiff', 'sac'])) == 4\n"
         "try:\n"
         "    build_specs('swimmer-methods', 'smoke', [0], methods=['sac-zoo'])\n"
@@ -120,7 +120,7 @@ def test_swimmer_report_puts_ours_beside_the_published_curve_points():
 
 
 def test_single_shot_report_puts_the_published_distance_beside_ours():
-    from sb3_maxdiff.experiments.report import single_shot_tables
+    from sb3_maxdiff.experiments.analyse.report import single_shot_tables
 
     specs = build_specs("single-shot", "reduced", [0, 1], settings=["swimmer"], steps=30_000)
     windows = np.arange(1000, 30_001, 1000)
@@ -138,7 +138,7 @@ def test_single_shot_report_puts_the_published_distance_beside_ours():
 
 
 def test_learning_curves_of_runs_shorter_than_a_window_are_drawn(tmp_path):
-    from sb3_maxdiff.experiments.report import plot_learning_curves
+    from sb3_maxdiff.experiments.analyse.report import plot_learning_curves
 
     # 300 steps of 1,000-step windows: no window finished, nothing to draw but the axes
     specs = build_specs("single-shot", "reduced", [0], settings=["swimmer"], methods=["maxdiff"], steps=300)
@@ -150,7 +150,7 @@ def test_learning_curves_of_runs_shorter_than_a_window_are_drawn(tmp_path):
 def test_cells_say_what_the_runner_needs_of_their_environment():
     """A cell's step-count family and diagnostics grid are fields set from the table of the paper's environments."""
     from sb3_maxdiff.envs import point_mass_id
-    from sb3_maxdiff.experiments.presets import POINT_MASS_ERGODICITY, PRESET_ENVS, SWIMMER_ERGODICITY
+    from sb3_maxdiff.experiments.define.presets import POINT_MASS_ERGODICITY, PRESET_ENVS, SWIMMER_ERGODICITY
 
     for preset in PRESETS.values():
         for cell in preset.cells:
@@ -171,7 +171,7 @@ def test_cells_say_what_the_runner_needs_of_their_environment():
 
 
 def test_learning_curves_carry_the_published_points_up_to_the_runs_length():
-    from sb3_maxdiff.experiments.report import published_points
+    from sb3_maxdiff.experiments.analyse.report import published_points
 
     preset = PRESETS["swimmer-methods"]
     assert published_points(preset, "heavy", "maxdiff", 50_000) == [(10_000, 2.0), (20_000, 39.0), (50_000, 122.0)]

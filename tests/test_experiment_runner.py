@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 from helpers import SUBPROCESS_TIMEOUT
 
-from sb3_maxdiff.experiments import execution, training
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
-from sb3_maxdiff.experiments.execution import execute_group, execute_run
-from sb3_maxdiff.experiments.options import ExecutionOptions
-from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, cell_kwargs, get_budget
-from sb3_maxdiff.experiments.results import load_runs
-from sb3_maxdiff.experiments.runner import run_specs
-from sb3_maxdiff.experiments.specs import RESULT_FILE, RunSpec, build_specs, is_finished
-from sb3_maxdiff.experiments.zoo_files import literal_policy_kwargs
+from sb3_maxdiff.experiments.analyse.results import load_runs
+from sb3_maxdiff.experiments.define.presets import BUDGETS, PRESETS, cell_kwargs, get_budget
+from sb3_maxdiff.experiments.define.specs import RESULT_FILE, RunSpec, build_specs, is_finished
+from sb3_maxdiff.experiments.define.zoo_files import literal_policy_kwargs
+from sb3_maxdiff.experiments.run import execution, training
+from sb3_maxdiff.experiments.run.execution import execute_group, execute_run
+from sb3_maxdiff.experiments.run.options import ExecutionOptions
+from sb3_maxdiff.experiments.run.runner import run_specs
 
 
 def _result(out, spec):
@@ -238,7 +238,7 @@ def test_single_shot_smoke_and_report(tmp_path):
     assert "| swimmer | MaxDiff | 2 |" in report and "terminal window return" in report
     assert (tmp_path / "single-shot" / "smoke" / "single_shot_final.png").exists()
 
-    from sb3_maxdiff.experiments.tables import per_seed_values
+    from sb3_maxdiff.experiments.analyse.tables import per_seed_values
 
     windows = str(tmp_path / "windows.csv")
     assert experiments_main(["export", out, "--out", windows]) == 0
@@ -397,7 +397,7 @@ def test_batched_seeds_write_the_files_of_separate_runs(tmp_path, capsys):
 
 
 def test_interrupted_batch_continues_from_its_checkpoint(tmp_path, monkeypatch):
-    from sb3_maxdiff.experiments.batching import batch_dir
+    from sb3_maxdiff.experiments.run.batching import batch_dir
 
     specs = build_specs("point-mass-beta", "smoke", [0, 1], settings=["beta=1"], methods=["nnmppi"])
     specs = [
@@ -436,7 +436,7 @@ def test_cuda_graph_is_an_execution_option_not_part_of_the_spec(tmp_path, monkey
     """
     from stable_baselines3.common.save_util import load_from_zip_file
 
-    from sb3_maxdiff.experiments.algos import get_algo
+    from sb3_maxdiff.experiments.define.algos import get_algo
     from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 
     specs = build_specs("point-mass-beta", "smoke", [0, 1, 2], settings=["beta=1"], methods=["nnmppi"])
@@ -541,7 +541,7 @@ def test_swimmer_runs_record_ergodicity_and_sac_zoo_runs(tmp_path):
             "sb3_maxdiff/Swimmer-heavy-v0"
         ][0]
     )
-    from sb3_maxdiff.experiments.tables import per_seed_values
+    from sb3_maxdiff.experiments.analyse.tables import per_seed_values
 
     values = per_seed_values(episodes, [200], full_length=100)
     assert values["last episode at 200"]["maxdiff"][0] == float(train[1]["return"])
@@ -568,7 +568,7 @@ def test_a_batch_seeds_each_environment_with_its_own_seed(tmp_path):
     """Environment i of a batch starts as a run of seed i alone would (SB3 alone would seed it with seed 0 + i)."""
     import gymnasium as gym
 
-    from sb3_maxdiff.experiments.environments import training_env
+    from sb3_maxdiff.experiments.run.environments import training_env
 
     specs = build_specs("point-mass-beta", "smoke", [3, 7], settings=["beta=1"], methods=["nnmppi"])
     env = training_env(specs, [str(tmp_path / "a"), str(tmp_path / "b")], resume=False)
@@ -581,7 +581,7 @@ def test_a_batch_seeds_each_environment_with_its_own_seed(tmp_path):
 
 def test_runs_are_grouped_by_cell_only_when_batching():
     specs = build_specs("point-mass-beta", "smoke", range(3), settings=["beta=1"], methods=["maxdiff", "sac"])
-    from sb3_maxdiff.experiments.batching import group_runs
+    from sb3_maxdiff.experiments.run.batching import group_runs
 
     assert group_runs(specs) == [[spec] for spec in specs]
     batched = group_runs(specs, batch_seeds=True)
@@ -601,7 +601,7 @@ def test_the_run_spec_is_not_changed_by_training(tmp_path):
 
 def test_export_keeps_each_runs_final_model_without_its_optimizer_moments(tmp_path):
     """--models: each run's policy as it ended (the same actions), its settings, no Adam moments, a smaller file."""
-    from sb3_maxdiff.experiments.algos import get_algo
+    from sb3_maxdiff.experiments.define.algos import get_algo
 
     out = str(tmp_path / "runs")
     args = ["point-mass-beta", "--budget", "smoke", "--settings", "beta=1", "--methods", "maxdiff", "sac", "--seeds", "1"]

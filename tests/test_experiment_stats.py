@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from sb3_maxdiff.experiments.results import run_value_at, value_at
-from sb3_maxdiff.experiments.stats import (
+from sb3_maxdiff.experiments.analyse.results import run_value_at, value_at
+from sb3_maxdiff.experiments.analyse.stats import (
     compare,
     compare_seeds,
     format_pvalue,
@@ -100,10 +100,10 @@ def test_value_at_holds_last_finished_episode():
 
 
 def test_curve_table_puts_ours_beside_the_published_training_returns():
-    from sb3_maxdiff.experiments.presets import PRESETS
-    from sb3_maxdiff.experiments.report import curve_table
-    from sb3_maxdiff.experiments.results import Run
-    from sb3_maxdiff.experiments.specs import build_specs
+    from sb3_maxdiff.experiments.analyse.report import curve_table
+    from sb3_maxdiff.experiments.analyse.results import Run
+    from sb3_maxdiff.experiments.define.presets import PRESETS
+    from sb3_maxdiff.experiments.define.specs import build_specs
 
     specs = build_specs("point-mass-beta", "reduced", [0, 1], settings=["beta=0.01"], methods=["maxdiff"])
     steps = np.arange(1000, 10_001, 1000)
@@ -119,10 +119,10 @@ def test_curve_table_puts_ours_beside_the_published_training_returns():
 
 
 def test_per_seed_tests_compare_methods_on_training_returns_and_diagnostics():
-    from sb3_maxdiff.experiments.presets import PRESETS
-    from sb3_maxdiff.experiments.report import per_seed_tests
-    from sb3_maxdiff.experiments.results import Run
-    from sb3_maxdiff.experiments.specs import build_specs
+    from sb3_maxdiff.experiments.analyse.report import per_seed_tests
+    from sb3_maxdiff.experiments.analyse.results import Run
+    from sb3_maxdiff.experiments.define.presets import PRESETS
+    from sb3_maxdiff.experiments.define.specs import build_specs
 
     specs = build_specs("point-mass-beta", "reduced", [0, 1, 2], settings=["beta=0.01"], methods=["maxdiff", "nnmppi"])
     steps = np.arange(1000, 10_001, 1000)
@@ -158,8 +158,8 @@ def test_running_max_counts_full_length_episodes_only():
 
 
 def test_report_reads_which_episodes_ran_their_full_length(tmp_path):
-    from sb3_maxdiff.experiments.results import episode_length, load_runs
-    from sb3_maxdiff.experiments.specs import build_specs
+    from sb3_maxdiff.experiments.analyse.results import episode_length, load_runs
+    from sb3_maxdiff.experiments.define.specs import build_specs
 
     spec = build_specs("point-mass-beta", "reduced", [0], settings=["beta=0.001"], methods=["nnmppi"])[0]
     assert episode_length(spec) == 1000 and episode_length(build_specs("point-mass-beta", "smoke", [0])[0]) == 100
@@ -175,7 +175,7 @@ def test_report_reads_which_episodes_ran_their_full_length(tmp_path):
 
 
 def test_episode_ends_after_a_resume_count_the_unfinished_episode():
-    from sb3_maxdiff.experiments.results import episode_ends
+    from sb3_maxdiff.experiments.analyse.results import episode_ends
 
     lengths = [203, 1000, 332, 1000, 1000, 1000, 1000, 1000]
     assert list(episode_ends(lengths, [])) == [203, 1203, 1535, 2535, 3535, 4535, 5535, 6535]
@@ -191,10 +191,10 @@ def test_episode_ends_after_a_resume_count_the_unfinished_episode():
 
 def test_a_resumed_run_exports_its_episodes_at_their_steps_with_their_diagnostics(tmp_path):
     """The episodes after a resume keep their lengths, end at the agent steps the diagnostics were written at."""
-    from sb3_maxdiff.experiments.checkpoints import record_resume
-    from sb3_maxdiff.experiments.episodes import run_episode_rows
-    from sb3_maxdiff.experiments.results import load_runs
-    from sb3_maxdiff.experiments.specs import build_specs, read_resumes
+    from sb3_maxdiff.experiments.analyse.episodes import run_episode_rows
+    from sb3_maxdiff.experiments.analyse.results import load_runs
+    from sb3_maxdiff.experiments.define.specs import build_specs, read_resumes
+    from sb3_maxdiff.experiments.run.checkpoints import record_resume
 
     spec = build_specs("point-mass-beta", "reduced", [0], settings=["beta=0.001"], methods=["maxdiff"])[0]
     run_dir = tmp_path / spec.relpath
@@ -225,7 +225,7 @@ def test_tabulate_reads_a_resumed_runs_episode_ends_from_its_exported_steps(tmp_
     A run stopped at 5,000 steps in its seventh episode and resumed: the episodes ending at 6,000 and 7,000 are read
     there (their lengths would sum to 5,535 and 6,535, one episode early).
     """
-    from sb3_maxdiff.experiments.tables import per_seed_values
+    from sb3_maxdiff.experiments.analyse.tables import per_seed_values
 
     lengths = [203, 1000, 332, 1000, 1000, 1000, 1000, 1000]
     ends = [203, 1203, 1535, 2535, 3535, 4535, 6000, 7000]
@@ -245,7 +245,7 @@ def test_mann_whitney_exact_two_sided():
 
 
 def test_tabulate_reads_episode_ends_when_lengths_are_missing(tmp_path):
-    from sb3_maxdiff.experiments.tables import per_seed_values, tabulate
+    from sb3_maxdiff.experiments.analyse.tables import per_seed_values, tabulate
 
     path = tmp_path / "authors.csv"
     # seed 1's first episode is cut short at 150 steps: the best return, but not a full-length one
@@ -262,7 +262,7 @@ def test_tabulate_reads_episode_ends_when_lengths_are_missing(tmp_path):
 
 
 def test_tabulate_counts_the_episodes_export_marked_full_length(tmp_path):
-    from sb3_maxdiff.experiments.tables import per_seed_values
+    from sb3_maxdiff.experiments.analyse.tables import per_seed_values
 
     path = tmp_path / "episodes.csv"
     # episodes of 200 steps that export marked as full-length (an environment whose episodes are 200 steps long)
@@ -276,7 +276,7 @@ def test_tabulate_counts_the_episodes_export_marked_full_length(tmp_path):
 
 
 def test_tabulate_names_the_columns_a_foreign_file_lacks(tmp_path):
-    from sb3_maxdiff.experiments.tables import tabulate
+    from sb3_maxdiff.experiments.analyse.tables import tabulate
 
     path = tmp_path / "other.csv"
     path.write_text("variant,seed,episode,return\nx,0,0,-5\n")
@@ -285,8 +285,8 @@ def test_tabulate_names_the_columns_a_foreign_file_lacks(tmp_path):
 
 
 def test_tabulate_compares_a_method_across_settings_of_several_files(tmp_path, capsys):
-    from sb3_maxdiff.experiments.episode_commands import tabulate_main
-    from sb3_maxdiff.experiments.tables import per_seed_values
+    from sb3_maxdiff.experiments.analyse.tables import per_seed_values
+    from sb3_maxdiff.experiments.commands.episode_commands import tabulate_main
 
     rows = {
         "sweep.csv": ["setting,method,seed,episode,steps,return,length,kind", "alpha=1,maxdiff,0,0,1000,-5,1000,train",
@@ -316,9 +316,9 @@ def test_tabulate_compares_a_method_across_settings_of_several_files(tmp_path, c
 
 
 def test_window_mean_averages_the_last_episodes_finished_by_the_step(tmp_path, capsys):
-    from sb3_maxdiff.experiments.episode_commands import tabulate_main
-    from sb3_maxdiff.experiments.results import window_mean
-    from sb3_maxdiff.experiments.tables import per_seed_values
+    from sb3_maxdiff.experiments.analyse.results import window_mean
+    from sb3_maxdiff.experiments.analyse.tables import per_seed_values
+    from sb3_maxdiff.experiments.commands.episode_commands import tabulate_main
 
     ends, returns = np.array([1000, 2000, 3000, 4000]), np.array([10.0, 20.0, 30.0, 70.0])
     assert window_mean(ends, returns, 3999, 2) == 25.0  # episodes ending at 2000 and 3000; 4000 not yet finished
@@ -338,9 +338,9 @@ def test_window_mean_averages_the_last_episodes_finished_by_the_step(tmp_path, c
 
 
 def test_tabulate_reads_the_files_of_transfer_by_environment(tmp_path, capsys):
-    from sb3_maxdiff.experiments.episode_commands import tabulate_main
-    from sb3_maxdiff.experiments.tables import per_seed_values
-    from sb3_maxdiff.experiments.transfer import TransferResult, append_transfer_csv
+    from sb3_maxdiff.experiments.analyse.tables import per_seed_values
+    from sb3_maxdiff.experiments.commands.episode_commands import tabulate_main
+    from sb3_maxdiff.experiments.run.transfer import TransferResult, append_transfer_csv
 
     path = str(tmp_path / "transfer.csv")
     for algo, seed, returns in [("maxdiff", 0, [10.0, 30.0]), ("maxdiff", 1, [40.0]), ("nnmppi", 0, [5.0, 7.0])]:
@@ -357,8 +357,8 @@ def test_tabulate_reads_the_files_of_transfer_by_environment(tmp_path, capsys):
 
 
 def test_tabulate_reads_single_shot_windows_at_the_step_counts(tmp_path):
-    from sb3_maxdiff.experiments.episodes import WINDOW_COLUMNS
-    from sb3_maxdiff.experiments.tables import per_seed_values, tabulate
+    from sb3_maxdiff.experiments.analyse.episodes import WINDOW_COLUMNS
+    from sb3_maxdiff.experiments.analyse.tables import per_seed_values, tabulate
 
     path = tmp_path / "windows.csv"
     rows = [",".join(WINDOW_COLUMNS)]
@@ -387,7 +387,7 @@ def _fake_finished_run(root, seed: int, first_return: float, lengths=(1000, 1000
     A finished point-mass run of ``seed`` under ``root`` (episodes of 1000 steps in full): its spec, training episodes
     of ``lengths`` steps (returns ``first_return``, ``first_return + 1``, ...) and ``eval_returns`` by environment.
     """
-    from sb3_maxdiff.experiments.specs import build_specs
+    from sb3_maxdiff.experiments.define.specs import build_specs
 
     spec = build_specs("point-mass-beta", "reduced", [seed], settings=["beta=0.001"], methods=["maxdiff"])[0]
     run_dir = root / spec.relpath
@@ -451,7 +451,7 @@ def test_export_marks_full_length_episodes_and_each_environments_evaluations(tmp
     run's own environment are ``eval``, those on another (a transfer) ``eval <env id>``."""
     import csv
 
-    from sb3_maxdiff.experiments.episodes import export_episodes
+    from sb3_maxdiff.experiments.analyse.episodes import export_episodes
 
     own = "sb3_maxdiff/PointMassUnbounded-beta0_001-v0"
     _fake_finished_run(
@@ -469,9 +469,9 @@ def test_kept_final_models_are_rewritten_only_where_they_hold_another_model(tmp_
     """Exported again, a kept file that holds its run's model stays as it is (the bytes and the time it was written);
     one that holds another model is replaced by its run's."""
     from sb3_maxdiff import NNMPPI
-    from sb3_maxdiff.experiments.episodes import keep_final_models
-    from sb3_maxdiff.experiments.results import Run
-    from sb3_maxdiff.experiments.specs import MODEL_FILE, build_specs
+    from sb3_maxdiff.experiments.analyse.episodes import keep_final_models
+    from sb3_maxdiff.experiments.analyse.results import Run
+    from sb3_maxdiff.experiments.define.specs import MODEL_FILE, build_specs
 
     specs = build_specs("point-mass-beta", "smoke", [0, 1], settings=["beta=1"], methods=["nnmppi"])
     runs = []

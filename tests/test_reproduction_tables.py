@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch as th
 
-from sb3_maxdiff.experiments.episodes import DIAGNOSTICS, SETTING_SEPARATOR
-from sb3_maxdiff.experiments.stats import mann_whitney_pvalue, welch_ttest
-from sb3_maxdiff.experiments.tables import per_seed_values
+from sb3_maxdiff.experiments.analyse.episodes import DIAGNOSTICS, SETTING_SEPARATOR
+from sb3_maxdiff.experiments.analyse.stats import mann_whitney_pvalue, welch_ttest
+from sb3_maxdiff.experiments.analyse.tables import per_seed_values
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 METHODS = {
@@ -533,7 +533,7 @@ def test_alpha_sweep_tests_are_those_of_its_csvs():
 def test_light_tail_window_means_are_those_of_the_csv_and_of_the_published_curve():
     """Ours: the mean of the 5 episodes ending at each step count, per seed, then over seeds; the authors': the
     published light-tail curve that `report` draws."""
-    from sb3_maxdiff.experiments.presets import PRESETS
+    from sb3_maxdiff.experiments.define.presets import PRESETS
 
     values = per_seed_values(str(REPRODUCTION / "swimmer_light_50k.csv"), [10_000, 20_000, 50_000], window=5)
     curve = PRESETS["swimmer-methods"].published_curve

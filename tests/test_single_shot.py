@@ -8,8 +8,8 @@ import sb3_maxdiff  # noqa: F401
 from sb3_maxdiff.envs import ANT, HALF_CHEETAH, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
 from sb3_maxdiff.experiments import get_algo, learn_single_shot, make_single_shot_env
 from sb3_maxdiff.experiments.__main__ import main as experiments_main
-from sb3_maxdiff.experiments.presets import PRESETS, cell_kwargs, get_budget, published_kwargs
-from sb3_maxdiff.experiments.single_shot import single_shot_settings
+from sb3_maxdiff.experiments.define.presets import PRESETS, cell_kwargs, get_budget, published_kwargs
+from sb3_maxdiff.experiments.run.single_shot import single_shot_settings
 
 SMALL: dict[str, Any] = {
     "maxdiff": dict(
@@ -160,7 +160,7 @@ def test_commands_refuse_bad_numbers(command, option, value, message, capsys):
 
 
 def _single_shot_spec(method: str, checkpoint_every: int = 0):
-    from sb3_maxdiff.experiments.specs import RunSpec, build_specs
+    from sb3_maxdiff.experiments.define.specs import RunSpec, build_specs
 
     (spec,) = build_specs("single-shot", "smoke", [0], settings=["swimmer"], methods=[method])
     return RunSpec(**{**spec.to_json(), "checkpoint_every": checkpoint_every, "eval_env_ids": ()})
@@ -180,7 +180,7 @@ def _same_run(stopped_dir, whole_dir, stopped, whole):
 
 def _no_time_left_at_step(monkeypatch, step: int) -> None:
     """The time limit is near at the ``step``-th step (of a run, or of every agent of a batch) and not before."""
-    from sb3_maxdiff.experiments.options import Deadline
+    from sb3_maxdiff.experiments.run.options import Deadline
 
     calls = []
 
@@ -195,9 +195,9 @@ def _no_time_left_at_step(monkeypatch, step: int) -> None:
 def test_single_shot_run_stopped_by_its_time_limit_carries_on_exactly(tmp_path, monkeypatch, method):
     import json
 
-    from sb3_maxdiff.experiments.execution import execute_run
-    from sb3_maxdiff.experiments.options import ExecutionOptions, TimeLimitReached
-    from sb3_maxdiff.experiments.training import training_steps_done
+    from sb3_maxdiff.experiments.run.execution import execute_run
+    from sb3_maxdiff.experiments.run.options import ExecutionOptions, TimeLimitReached
+    from sb3_maxdiff.experiments.run.training import training_steps_done
 
     spec = _single_shot_spec(method)
     whole = execute_run(spec, str(tmp_path / "whole"))
@@ -224,7 +224,7 @@ def test_killed_single_shot_run_carries_on_from_its_last_checkpoint(tmp_path, mo
     is written again, not kept twice."""
     from test_experiment_runner import Killed, kill_after_progress_calls
 
-    from sb3_maxdiff.experiments.execution import execute_run
+    from sb3_maxdiff.experiments.run.execution import execute_run
 
     spec = _single_shot_spec("maxdiff", checkpoint_every=checkpoint_every)
     whole = execute_run(spec, str(tmp_path / "whole"))
@@ -247,7 +247,7 @@ def test_killed_single_shot_run_carries_on_from_its_last_checkpoint(tmp_path, mo
 def test_an_environment_put_back_mid_episode_steps_as_the_original(env_id):
     import numpy as np
 
-    from sb3_maxdiff.experiments.checkpoints import environment_state, restore_environment_state
+    from sb3_maxdiff.experiments.run.checkpoints import environment_state, restore_environment_state
 
     actions = np.random.default_rng(0).uniform(-1.0, 1.0, size=(40, *gym.make(env_id).action_space.shape))
     original = make_single_shot_env(env_id)
@@ -265,8 +265,8 @@ def test_an_environment_put_back_mid_episode_steps_as_the_original(env_id):
 
 
 def _single_shot_batch(methods=("maxdiff", "nnmppi"), seeds=(0, 1), checkpoint_every: int = 0):
-    from sb3_maxdiff.experiments.batching import group_runs
-    from sb3_maxdiff.experiments.specs import RunSpec, build_specs
+    from sb3_maxdiff.experiments.define.specs import RunSpec, build_specs
+    from sb3_maxdiff.experiments.run.batching import group_runs
 
     specs = build_specs("single-shot", "smoke", list(seeds), settings=["swimmer"], methods=list(methods))
     specs = [RunSpec(**{**spec.to_json(), "checkpoint_every": checkpoint_every, "eval_env_ids": ()}) for spec in specs]
@@ -278,7 +278,7 @@ def _single_shot_batch(methods=("maxdiff", "nnmppi"), seeds=(0, 1), checkpoint_e
 def test_single_shot_runs_train_as_one_batch_each_with_its_own_environment_and_windows(tmp_path):
     import numpy as np
 
-    from sb3_maxdiff.experiments.execution import execute_group
+    from sb3_maxdiff.experiments.run.execution import execute_group
 
     group = _single_shot_batch()
     results = execute_group(group, str(tmp_path))
@@ -305,9 +305,9 @@ def test_single_shot_runs_train_as_one_batch_each_with_its_own_environment_and_w
 def test_a_single_shot_batch_stopped_by_its_time_limit_carries_on_exactly(tmp_path, monkeypatch):
     import json
 
-    from sb3_maxdiff.experiments.execution import execute_group
-    from sb3_maxdiff.experiments.options import ExecutionOptions, TimeLimitReached
-    from sb3_maxdiff.experiments.training import training_steps_done
+    from sb3_maxdiff.experiments.run.execution import execute_group
+    from sb3_maxdiff.experiments.run.options import ExecutionOptions, TimeLimitReached
+    from sb3_maxdiff.experiments.run.training import training_steps_done
 
     group = _single_shot_batch(methods=("maxdiff", "nnmppi"), seeds=(0,))
     whole = execute_group(group, str(tmp_path / "whole"))
@@ -367,7 +367,7 @@ def _same_command_run(tmp_path, resumed: str, whole: str) -> None:
 def test_single_shot_command_stopped_by_its_time_limit_carries_on_exactly(tmp_path, monkeypatch, capsys):
     import json
 
-    from sb3_maxdiff.experiments.options import EXIT_TIME_LIMIT
+    from sb3_maxdiff.experiments.run.options import EXIT_TIME_LIMIT
 
     whole = experiments_main(_command(tmp_path, "whole"))
     checkpoints = tmp_path / "stopped" / "checkpoints"
@@ -408,8 +408,8 @@ def test_single_shot_command_stops_on_sigterm_and_puts_the_handlers_back(tmp_pat
     import os
     import signal
 
-    from sb3_maxdiff.experiments import training
-    from sb3_maxdiff.experiments.options import EXIT_TIME_LIMIT, StopRequest
+    from sb3_maxdiff.experiments.run import training
+    from sb3_maxdiff.experiments.run.options import EXIT_TIME_LIMIT, StopRequest
 
     calls = {"n": 0}
 

@@ -76,7 +76,7 @@ def probe(agent: MaxDiffMPPI, obs: np.ndarray, seed: int = 0) -> dict[str, float
 
 
 def _maxdiff_cell(preset: str, setting: str):
-    from sb3_maxdiff.experiments.presets import get_preset
+    from sb3_maxdiff.experiments.define.presets import get_preset
 
     cells = [cell for cell in get_preset(preset).cells if cell.setting == setting and cell.method == "maxdiff"]
     if not cells:
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     th.set_num_threads(args.threads)
     if any(steps < 0 for steps in args.train_steps) or args.train_steps != sorted(args.train_steps):
         parser.error(f"--train-steps must be increasing step counts >= 0, got {args.train_steps}")
-    from sb3_maxdiff.experiments.presets import cell_kwargs, get_budget
+    from sb3_maxdiff.experiments.define.presets import cell_kwargs, get_budget
 
     cell = _maxdiff_cell(args.preset, args.setting)
     obs, _ = gym.make(args.env or cell.env_id).reset(seed=args.start_seed)

@@ -10,11 +10,11 @@ import time
 import torch as th
 from torch import nn
 
-from sb3_maxdiff.common.mppi import MPPIPlanner
+from sb3_maxdiff.common.mppi import PLANNER_DTYPES, MPPIPlanner
 from sb3_maxdiff.common.utils import flushing_denormals
 
 AUTO = "auto"
-PLANNER_DTYPE_CHOICES = ("float32", "bfloat16", AUTO)
+PLANNER_DTYPE_CHOICES = (*PLANNER_DTYPES, AUTO)
 # the CPU flags (Linux /proc/cpuinfo) of instructions that multiply bfloat16 natively
 BFLOAT16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 # bfloat16 is chosen only where its plans take less than this fraction of float32's (timings vary by a few percent)
@@ -59,7 +59,7 @@ def time_planner_dtypes(planner: MPPIPlanner, model: nn.Module, obs_dim: int, n_
     generator.manual_seed(0)
     trials = {
         dtype: MPPIPlanner(planner.action_dim, dataclasses.replace(planner.settings, dtype=dtype), planner.entropy_bonus)
-        for dtype in ("float32", "bfloat16")
+        for dtype in PLANNER_DTYPES
     }
 
     def seconds_of_one(trial: MPPIPlanner) -> float:

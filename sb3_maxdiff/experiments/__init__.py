@@ -1,30 +1,24 @@
 """
-Experiment tooling, by concern:
-
-- what runs: ``presets`` (the paper's experiments), ``zoo_files`` (RL Zoo's own hyperparameter files), ``specs`` (a
-  run's plain spec, folder and files), ``algos``;
-- running it: ``runner`` (the ``run`` command, local processes or Ray), ``execution`` (a group trained, each run
-  evaluated), ``options``, ``batching``, ``training``, ``checkpoints``, ``environments``, ``single_shot``,
-  ``single_shot_command``, ``transfer``;
-- reading the results: ``results`` (finished runs read back), ``stats`` (one std, ddof 1), ``report``, ``episodes``
-  (the per-episode CSV export), ``tables`` (the ``tabulate`` tables from those files), ``episode_commands`` (the
-  ``export`` and ``tabulate`` commands).
+Experiment tooling, in folders by concern: ``define`` (what runs: presets, RL Zoo's files, run specs, algorithms),
+``run`` (running it: runner, execution, options, batching, training, checkpoints, environments, single-shot learning,
+transfer), ``analyse`` (reading the results: results, stats, report, episodes, tables) and ``commands`` (the argparse
+mains of ``python -m sb3_maxdiff.experiments``). The names below are the ones a script imports from here.
 """
 
-from sb3_maxdiff.experiments.algos import ALGOS, get_algo
-from sb3_maxdiff.experiments.execution import execute_group, execute_run
-from sb3_maxdiff.experiments.options import ExecutionOptions
-from sb3_maxdiff.experiments.presets import BUDGET_SETTINGS, PRESETS, Budget, Cell, Preset
-from sb3_maxdiff.experiments.runner import run_specs
-from sb3_maxdiff.experiments.single_shot import (
+from sb3_maxdiff.experiments.analyse.stats import compare, welch_ttest
+from sb3_maxdiff.experiments.define.algos import ALGOS, get_algo
+from sb3_maxdiff.experiments.define.presets import BUDGET_SETTINGS, PRESETS, Budget, Cell, Preset
+from sb3_maxdiff.experiments.define.specs import RunSpec, build_specs
+from sb3_maxdiff.experiments.run.execution import execute_group, execute_run
+from sb3_maxdiff.experiments.run.options import ExecutionOptions
+from sb3_maxdiff.experiments.run.runner import run_specs
+from sb3_maxdiff.experiments.run.single_shot import (
     SingleShotResult,
     learn_single_shot,
     make_single_shot_env,
     single_shot_settings,
 )
-from sb3_maxdiff.experiments.specs import RunSpec, build_specs
-from sb3_maxdiff.experiments.stats import compare, welch_ttest
-from sb3_maxdiff.experiments.transfer import TransferResult, evaluate_transfer
+from sb3_maxdiff.experiments.run.transfer import TransferResult, evaluate_transfer
 
 __all__ = [
     "ALGOS",

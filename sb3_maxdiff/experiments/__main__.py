@@ -3,7 +3,9 @@
 import argparse
 import sys
 
-from sb3_maxdiff.experiments import episode_commands, report, run_command, single_shot_command, transfer
+from sb3_maxdiff.experiments.analyse import report
+from sb3_maxdiff.experiments.commands import episode_commands, run_command, single_shot_command
+from sb3_maxdiff.experiments.run import transfer
 
 COMMANDS = {
     "run": run_command.main,

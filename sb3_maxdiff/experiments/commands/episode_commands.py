@@ -1,12 +1,12 @@
 """
-The ``export`` and ``tabulate`` commands, thin over :func:`~sb3_maxdiff.experiments.episodes.export_episodes` and
-:func:`~sb3_maxdiff.experiments.tables.tabulate`.
+The ``export`` and ``tabulate`` commands, thin over :func:`~sb3_maxdiff.experiments.analyse.episodes.export_episodes` and
+:func:`~sb3_maxdiff.experiments.analyse.tables.tabulate`.
 """
 
 import argparse
 
-from sb3_maxdiff.experiments.episodes import export_episodes
-from sb3_maxdiff.experiments.tables import tabulate
+from sb3_maxdiff.experiments.analyse.episodes import export_episodes
+from sb3_maxdiff.experiments.analyse.tables import tabulate
 
 
 def export_main(argv: list[str] | None = None, prog: str | None = None) -> int:

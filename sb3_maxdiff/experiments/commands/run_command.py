@@ -17,11 +17,17 @@ import argparse
 import sys
 import time
 
-from sb3_maxdiff.experiments.arguments import describe_time_limit, duration_seconds, gpu_share, non_negative_int, positive_int
-from sb3_maxdiff.experiments.options import EXIT_TIME_LIMIT, ExecutionOptions
-from sb3_maxdiff.experiments.presets import BUDGETS, PRESETS, get_budget
-from sb3_maxdiff.experiments.runner import run_specs
-from sb3_maxdiff.experiments.specs import build_specs, is_finished
+from sb3_maxdiff.experiments.commands.arguments import (
+    describe_time_limit,
+    duration_seconds,
+    gpu_share,
+    non_negative_int,
+    positive_int,
+)
+from sb3_maxdiff.experiments.define.presets import BUDGETS, PRESETS, get_budget
+from sb3_maxdiff.experiments.define.specs import build_specs, is_finished
+from sb3_maxdiff.experiments.run.options import EXIT_TIME_LIMIT, ExecutionOptions
+from sb3_maxdiff.experiments.run.runner import run_specs
 
 # exit status of ``run``: 0 every run finished; 1 a run failed (error.txt in its folder); EXIT_TIME_LIMIT (3) runs
 # were stopped before --time-limit or by SIGTERM / SIGINT, their training checkpointed: the same command resumes them

@@ -15,8 +15,8 @@ from typing import Any
 
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
-from sb3_maxdiff.experiments.algos import get_algo
-from sb3_maxdiff.experiments.specs import RunSpec
+from sb3_maxdiff.experiments.define.algos import get_algo
+from sb3_maxdiff.experiments.define.specs import RunSpec
 from sb3_maxdiff.maxdiff.maxdiff import MaxDiffMPPI
 from sb3_maxdiff.nnmppi.nnmppi import NNMPPI
 

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from stable_baselines3.common.evaluation import evaluate_policy
 
-from sb3_maxdiff.experiments.algos import ALGOS, get_algo
-from sb3_maxdiff.experiments.arguments import non_negative_int, positive_int
+from sb3_maxdiff.experiments.commands.arguments import non_negative_int, positive_int
+from sb3_maxdiff.experiments.define.algos import ALGOS, get_algo
 
 
 class TransferResult(NamedTuple):

@@ -13,8 +13,8 @@ from stable_baselines3.common.monitor import Monitor
 
 import sb3_maxdiff  # noqa: F401  (registers the environments)
 from sb3_maxdiff.common.vec_env import ThreadedVecEnv
-from sb3_maxdiff.experiments.single_shot import make_single_shot_env
-from sb3_maxdiff.experiments.specs import MONITOR_FILE, RunSpec
+from sb3_maxdiff.experiments.define.specs import MONITOR_FILE, RunSpec
+from sb3_maxdiff.experiments.run.single_shot import make_single_shot_env
 
 
 def make_env(env_id: str, spec: RunSpec) -> gym.Env:

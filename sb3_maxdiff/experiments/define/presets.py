@@ -5,7 +5,7 @@ the algorithm's keyword arguments, at three budgets (``paper``, ``reduced``, ``s
 The hyperparameters come from the RL Zoo files in ``hyperparams/`` (the published
 settings); a preset only states what differs from them (an alpha of a sweep, single-shot samples).
 The method ``sac-zoo`` is SB3's SAC with the hyperparameters that the installed RL Zoo (rl_zoo3) ships
-for the matching Gymnasium task (:mod:`~sb3_maxdiff.experiments.zoo_files`).
+for the matching Gymnasium task (:mod:`~sb3_maxdiff.experiments.define.zoo_files`).
 """
 
 import dataclasses
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from sb3_maxdiff.envs import ANT, HALF_CHEETAH, POINT_MASS_BETAS, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
-from sb3_maxdiff.experiments.zoo_files import SAC_ZOO, literal_policy_kwargs, rl_zoo_kwargs
+from sb3_maxdiff.experiments.define.zoo_files import SAC_ZOO, literal_policy_kwargs, rl_zoo_kwargs
 from sb3_maxdiff.hyperparams import load_hyperparams
 
 METHODS = ("maxdiff", "nnmppi", "sac")

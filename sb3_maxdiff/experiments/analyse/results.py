@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 import sb3_maxdiff  # noqa: F401  (registers the environments, for their episode lengths)
-from sb3_maxdiff.experiments.specs import (
+from sb3_maxdiff.experiments.define.specs import (
     MONITOR_FILE,
     RESULT_FILE,
     WINDOWS_FILE,

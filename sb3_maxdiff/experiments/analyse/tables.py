@@ -1,5 +1,5 @@
 """
-The per-seed tables computed from the CSV files of :mod:`~sb3_maxdiff.experiments.episodes` (and of ``transfer
+The per-seed tables computed from the CSV files of :mod:`~sb3_maxdiff.experiments.analyse.episodes` (and of ``transfer
 --csv``), the ``tabulate`` command's work.
 
     python -m sb3_maxdiff.experiments tabulate episodes.csv --steps 10000 20000 50000
@@ -21,11 +21,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sb3_maxdiff.experiments.episodes import DEFAULT_FULL_LENGTH, DIAGNOSTICS, SETTING_SEPARATOR, WINDOW_COLUMNS
-from sb3_maxdiff.experiments.presets import METHOD_LABELS
-from sb3_maxdiff.experiments.results import value_at, window_mean
-from sb3_maxdiff.experiments.stats import compare_seeds, format_pvalue, summarize
-from sb3_maxdiff.experiments.transfer import CSV_FIELDS as TRANSFER_FIELDS
+from sb3_maxdiff.experiments.analyse.episodes import DEFAULT_FULL_LENGTH, DIAGNOSTICS, SETTING_SEPARATOR, WINDOW_COLUMNS
+from sb3_maxdiff.experiments.analyse.results import value_at, window_mean
+from sb3_maxdiff.experiments.analyse.stats import compare_seeds, format_pvalue, summarize
+from sb3_maxdiff.experiments.define.presets import METHOD_LABELS
+from sb3_maxdiff.experiments.run.transfer import CSV_FIELDS as TRANSFER_FIELDS
 
 
 def _float(text: str | None) -> float:

@@ -2,8 +2,8 @@
 Run the (setting, method, seed) grid of a preset, locally in parallel processes or on a Ray cluster,
 skipping the runs already finished on disk, so that a killed sweep resumes where it stopped. Which runs train
 together as one batch of independent agents (``batch_seeds``, ``batch_cells``) is
-:func:`sb3_maxdiff.experiments.batching.group_runs`'s; the command ``python -m sb3_maxdiff.experiments run`` over
-this is :mod:`sb3_maxdiff.experiments.run_command`.
+:func:`sb3_maxdiff.experiments.run.batching.group_runs`'s; the command ``python -m sb3_maxdiff.experiments run`` over
+this is :mod:`sb3_maxdiff.experiments.commands.run_command`.
 """
 
 import contextlib
@@ -19,11 +19,11 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
 
-from sb3_maxdiff.experiments.batching import group_runs
-from sb3_maxdiff.experiments.execution import execute_group
-from sb3_maxdiff.experiments.options import ExecutionOptions, StopRequest, TimeLimitReached
-from sb3_maxdiff.experiments.specs import RESULT_FILE, RunSpec, is_finished
-from sb3_maxdiff.experiments.training import training_steps_done
+from sb3_maxdiff.experiments.define.specs import RESULT_FILE, RunSpec, is_finished
+from sb3_maxdiff.experiments.run.batching import group_runs
+from sb3_maxdiff.experiments.run.execution import execute_group
+from sb3_maxdiff.experiments.run.options import ExecutionOptions, StopRequest, TimeLimitReached
+from sb3_maxdiff.experiments.run.training import training_steps_done
 
 
 def _init_worker(counter: Any) -> None:
@@ -118,7 +118,7 @@ def _worker_context() -> Any:
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     context = mp.get_context("forkserver")
-    context.set_forkserver_preload(["sb3_maxdiff.experiments.execution", "sb3_maxdiff.experiments.runner"])
+    context.set_forkserver_preload(["sb3_maxdiff.experiments.run.execution", "sb3_maxdiff.experiments.run.runner"])
     return context
 
 
@@ -296,7 +296,7 @@ def run_specs(
         started under some options may be resumed under others
     :param batch_seeds: train the seeds of each NN-MPPI / MaxDiff cell together in one process (local runs only)
     :param batch_cells: train the runs of all NN-MPPI / MaxDiff cells that can share one model together (local runs
-        only; see :func:`~sb3_maxdiff.experiments.execution.group_runs`)
+        only; see :func:`~sb3_maxdiff.experiments.run.execution.group_runs`)
     :param gpus_per_run: GPUs each run asks Ray for (Ray runs only; see :func:`run_ray`)
     """
     skipped = [spec for spec in specs if is_finished(out, spec)]

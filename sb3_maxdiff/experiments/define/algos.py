@@ -6,7 +6,7 @@ Algorithm names used by the experiment tools: the paper's three methods, from th
 from stable_baselines3 import SAC
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
-from sb3_maxdiff.experiments.presets import MAXDIFF_AUTO, METHODS, SAC_ZOO
+from sb3_maxdiff.experiments.define.presets import MAXDIFF_AUTO, METHODS, SAC_ZOO
 from sb3_maxdiff.hyperparams import ALGORITHMS
 
 ALGOS: dict[str, type[OffPolicyAlgorithm]] = {

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from sb3_maxdiff.experiments.presets import METHOD_LABELS, PRESETS, Preset
-from sb3_maxdiff.experiments.results import Run, episode_length, run_value_at, select_runs, window_mean
-from sb3_maxdiff.experiments.stats import compare, compare_seeds, format_pvalue, nan_mean_std, summarize, welch_ttest
+from sb3_maxdiff.experiments.analyse.results import Run, episode_length, run_value_at, select_runs, window_mean
+from sb3_maxdiff.experiments.analyse.stats import compare, compare_seeds, format_pvalue, nan_mean_std, summarize, welch_ttest
+from sb3_maxdiff.experiments.define.presets import METHOD_LABELS, PRESETS, Preset
 
 
 def _cells(runs: list[Run]) -> dict[tuple[str, str], list[Run]]:

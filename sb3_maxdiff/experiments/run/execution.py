@@ -1,7 +1,7 @@
 """
 Executing runs (:func:`execute_group`): a group is one run, or the seeds of one NN-MPPI / MaxDiff cell
-trained together (see :mod:`sb3_maxdiff.experiments.training`); each run is then evaluated and written into
-its own folder (see :mod:`sb3_maxdiff.experiments.specs` for the files), resuming from what is on disk.
+trained together (see :mod:`sb3_maxdiff.experiments.run.training`); each run is then evaluated and written into
+its own folder (see :mod:`sb3_maxdiff.experiments.define.specs` for the files), resuming from what is on disk.
 """
 
 import json
@@ -18,11 +18,8 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from sb3_maxdiff.common.vec_env import EnvStepper
-from sb3_maxdiff.experiments.algos import get_algo
-from sb3_maxdiff.experiments.batching import batch_algo, batch_key, batch_kwargs, is_batchable
-from sb3_maxdiff.experiments.environments import make_env
-from sb3_maxdiff.experiments.options import Deadline, EvaluationClock, ExecutionOptions
-from sb3_maxdiff.experiments.specs import (
+from sb3_maxdiff.experiments.define.algos import get_algo
+from sb3_maxdiff.experiments.define.specs import (
     BATCH_FILE,
     ERGODICITY_FILE,
     MODEL_FILE,
@@ -35,7 +32,10 @@ from sb3_maxdiff.experiments.specs import (
     read_windows,
     write_json,
 )
-from sb3_maxdiff.experiments.training import Progress, Trained, train_group
+from sb3_maxdiff.experiments.run.batching import batch_algo, batch_key, batch_kwargs, is_batchable
+from sb3_maxdiff.experiments.run.environments import make_env
+from sb3_maxdiff.experiments.run.options import Deadline, EvaluationClock, ExecutionOptions
+from sb3_maxdiff.experiments.run.training import Progress, Trained, train_group
 from sb3_maxdiff.nnmppi import NNMPPI
 
 

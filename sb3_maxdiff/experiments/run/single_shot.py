@@ -2,7 +2,7 @@
 Single-shot ("reset-free") learning: one environment episode for the whole run, never reset and
 never truncated, learning as it goes; the return of every 1,000-step window is logged and the task
 metric is the distance travelled along x. The paper's single-shot settings for an environment are
-:func:`single_shot_settings`; the ``single-shot`` command is :mod:`~sb3_maxdiff.experiments.single_shot_command`.
+:func:`single_shot_settings`; the ``single-shot`` command is :mod:`~sb3_maxdiff.experiments.commands.single_shot_command`.
 """
 
 import csv
@@ -16,8 +16,15 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from stable_baselines3.common.type_aliases import MaybeCallback
 
-from sb3_maxdiff.experiments.presets import MAXDIFF_AUTO, PRESET_ENVS, PRESETS, cell_kwargs, get_budget, published_kwargs
-from sb3_maxdiff.experiments.zoo_files import SAC_ZOO
+from sb3_maxdiff.experiments.define.presets import (
+    MAXDIFF_AUTO,
+    PRESET_ENVS,
+    PRESETS,
+    cell_kwargs,
+    get_budget,
+    published_kwargs,
+)
+from sb3_maxdiff.experiments.define.zoo_files import SAC_ZOO
 
 
 class WindowReturnLogger(BaseCallback):

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from sb3_maxdiff.experiments.presets import Cell, cell_kwargs, get_budget, get_preset
+from sb3_maxdiff.experiments.define.presets import Cell, cell_kwargs, get_budget, get_preset
 
 RESULT_FILE = "result.json"
 SPEC_FILE = "spec.json"

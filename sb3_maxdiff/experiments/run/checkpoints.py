@@ -18,7 +18,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
-from sb3_maxdiff.experiments.specs import CHECKPOINT_FILE, RESUMES_FILE, SPEC_FILE, read_resumes, write_json
+from sb3_maxdiff.experiments.define.specs import CHECKPOINT_FILE, RESUMES_FILE, SPEC_FILE, read_resumes, write_json
 
 
 def random_state(model: Any, ended: list[bool]) -> dict[str, Any]:

@@ -23,25 +23,25 @@ from typing import Any
 
 import torch
 
-from sb3_maxdiff.experiments.algos import ALGOS, get_algo
-from sb3_maxdiff.experiments.arguments import (
+from sb3_maxdiff.experiments.commands.arguments import (
     describe_time_limit,
     duration_seconds,
     json_kwargs,
     non_negative_int,
     positive_int,
 )
-from sb3_maxdiff.experiments.checkpoints import load_single_shot_checkpoint, remove_checkpoints
-from sb3_maxdiff.experiments.options import EXIT_TIME_LIMIT, Deadline, StopRequest
-from sb3_maxdiff.experiments.single_shot import (
+from sb3_maxdiff.experiments.define.algos import ALGOS, get_algo
+from sb3_maxdiff.experiments.define.specs import CHECKPOINT_FILE, write_json
+from sb3_maxdiff.experiments.run.checkpoints import load_single_shot_checkpoint, remove_checkpoints
+from sb3_maxdiff.experiments.run.options import EXIT_TIME_LIMIT, Deadline, StopRequest
+from sb3_maxdiff.experiments.run.single_shot import (
     SingleShotResult,
     WindowReturnLogger,
     learn_single_shot,
     make_single_shot_env,
     single_shot_settings,
 )
-from sb3_maxdiff.experiments.specs import CHECKPOINT_FILE, write_json
-from sb3_maxdiff.experiments.training import Progress, TrainingHook
+from sb3_maxdiff.experiments.run.training import Progress, TrainingHook
 
 # what a checkpoint folder's run was started with: a resuming command must give the same
 COMMAND_FILE = "command.json"

@@ -4,9 +4,9 @@ trained together as the independent agents of one model (``independent_agents=Tr
 and one batched update per step). Both take the same path: build or resume the model, learn with the
 progress, diagnostics and checkpoint callbacks, save each run's model into its own folder.
 
-A multi-shot group keeps a checkpoint (:mod:`~sb3_maxdiff.experiments.checkpoints`, taken at the end of an
+A multi-shot group keeps a checkpoint (:mod:`~sb3_maxdiff.experiments.run.checkpoints`, taken at the end of an
 episode) every ``checkpoint_every`` steps of each agent, in the run's folder or in the batch's (see
-:func:`~sb3_maxdiff.experiments.batching.batch_dir`), and continues from the latest one when it is run again.
+:func:`~sb3_maxdiff.experiments.run.batching.batch_dir`), and continues from the latest one when it is run again.
 In a batch the agents share the torch random stream, so seed i of a batch is a different draw from seed i run
 alone, with the same distribution; environment i is seeded with seed i. A single-shot run, whose episode never
 ends, keeps its checkpoints at any step, with its environment as it was, and carries on exactly from them.
@@ -22,23 +22,8 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from sb3_maxdiff.common.callbacks import ErgodicityLogger
-from sb3_maxdiff.experiments.algos import get_algo
-from sb3_maxdiff.experiments.batching import batch_algo, batch_dir, batch_kwargs, is_mixed
-from sb3_maxdiff.experiments.checkpoints import (
-    episode_state,
-    last_device_type,
-    load_single_shot_checkpoint,
-    read_checkpoint,
-    record_resume,
-    remove_checkpoints,
-    restore_random_state,
-    save_checkpoint,
-    truncate_monitor,
-)
-from sb3_maxdiff.experiments.environments import SeedOffset, batch_env, make_env, training_env
-from sb3_maxdiff.experiments.options import Deadline, ExecutionOptions, TimeLimitReached
-from sb3_maxdiff.experiments.single_shot import WindowReturnLogger, learn_single_shot
-from sb3_maxdiff.experiments.specs import (
+from sb3_maxdiff.experiments.define.algos import get_algo
+from sb3_maxdiff.experiments.define.specs import (
     BATCH_FILE,
     CHECKPOINT_FILE,
     ERGODICITY_FILE,
@@ -50,6 +35,21 @@ from sb3_maxdiff.experiments.specs import (
     RunSpec,
     write_json,
 )
+from sb3_maxdiff.experiments.run.batching import batch_algo, batch_dir, batch_kwargs, is_mixed
+from sb3_maxdiff.experiments.run.checkpoints import (
+    episode_state,
+    last_device_type,
+    load_single_shot_checkpoint,
+    read_checkpoint,
+    record_resume,
+    remove_checkpoints,
+    restore_random_state,
+    save_checkpoint,
+    truncate_monitor,
+)
+from sb3_maxdiff.experiments.run.environments import SeedOffset, batch_env, make_env, training_env
+from sb3_maxdiff.experiments.run.options import Deadline, ExecutionOptions, TimeLimitReached
+from sb3_maxdiff.experiments.run.single_shot import WindowReturnLogger, learn_single_shot
 from sb3_maxdiff.maxdiff.maxdiff import MaxDiffMPPI
 
 
@@ -385,7 +385,7 @@ def training_steps_done(out: str, specs: list[RunSpec]) -> int:
 def train_group(specs: list[RunSpec], out: str, progress: Progress, options: ExecutionOptions) -> list[Trained]:
     """
     Train the runs ``specs`` (one run, or the seeds of one batchable cell; their folders made by
-    :func:`~sb3_maxdiff.experiments.specs.open_run_dir`) and save each run's model in its folder. A batch also
+    :func:`~sb3_maxdiff.experiments.define.specs.open_run_dir`) and save each run's model in its folder. A batch also
     writes what each run's result records of the training to its ``batch.json``, so that a run evaluated later
     in another process still has it.
     """

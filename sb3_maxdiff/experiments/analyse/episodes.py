@@ -1,6 +1,6 @@
 """
 Per-episode CSV files of finished runs, so that every number of a write-up can be recomputed from a file kept in the
-repository rather than from a results folder (the ``export`` command; :mod:`~sb3_maxdiff.experiments.tables` reads
+repository rather than from a results folder (the ``export`` command; :mod:`~sb3_maxdiff.experiments.analyse.tables` reads
 them).
 
     python -m sb3_maxdiff.experiments export results --budget reduced-50000-steps --out episodes.csv
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from sb3_maxdiff.experiments.algos import get_algo
-from sb3_maxdiff.experiments.results import Run, episode_length, load_runs, select_runs
-from sb3_maxdiff.experiments.specs import ERGODICITY_FILE, MODEL_FILE, RESULT_FILE, WINDOWS_FILE, read_windows
+from sb3_maxdiff.experiments.analyse.results import Run, episode_length, load_runs, select_runs
+from sb3_maxdiff.experiments.define.algos import get_algo
+from sb3_maxdiff.experiments.define.specs import ERGODICITY_FILE, MODEL_FILE, RESULT_FILE, WINDOWS_FILE, read_windows
 
 DIAGNOSTICS = ("msd_exponent", "autocorr_time", "episode_coverage", "coverage")
 # joins a method and its setting in the group names of per_seed_values(..., by_setting=True)
