@@ -36,11 +36,11 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 CUDA_TESTS = [
-    "tests/test_cuda_graphs.py",
-    "tests/test_overlap_updates.py",
-    "tests/test_run.py::test_cuda_run",
-    "tests/test_save_load.py",
-    "tests/test_independent_agents.py",
+    "tests/algorithms/test_cuda_graphs.py",
+    "tests/algorithms/test_overlap_updates.py",
+    "tests/algorithms/test_run.py::test_cuda_run",
+    "tests/algorithms/test_save_load.py",
+    "tests/algorithms/test_independent_agents.py",
 ]
 MIXED_20 = ["--device", "cuda", "--cuda-graph", "--seeds", "10", "--steps", "1000", "--configurations", "mixed", "--quiet"]
 # 20 MaxDiff agents planning in bfloat16 (the swimmer-bfloat16 preset) in one batch: the package's options together

@@ -12,8 +12,8 @@ Swimmer), on environments of their own, each agent's replay column first filled 
 (as in ``agents.py``), updated from the first step on. Each model first trains 5 steps (which captures its CUDA
 graphs); then each round times ``--steps`` steps per agent of each model, one model after the other. Figures are
 ms per agent-step (median over the rounds). Both models learn the same (the option changes when the updates run, not
-what they compute); their random streams are shared, so the two are not compared here (``tests/test_overlap_updates.py``
-does).
+what they compute); their random streams are shared, so the two are not compared here
+(``tests/algorithms/test_overlap_updates.py`` does).
 """
 
 import argparse

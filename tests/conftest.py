@@ -4,7 +4,7 @@ from helpers import cpu_platform
 
 
 def pytest_report_header(config):
-    from test_seeded_results import PINNED
+    from algorithms.test_seeded_results import PINNED
 
     platform = cpu_platform()
     return f"seeded digests: {'pinned for ' + platform if platform in PINNED else 'none pinned for ' + platform + ', skipped'}"

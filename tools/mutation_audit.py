@@ -6,7 +6,7 @@ in the statistics and readers that turn finished runs into published tables. For
 committed tree (``git archive HEAD``) into a temporary folder once, writes the mutant into the copy, runs the test
 files that check what is computed (those of the mutant's part first) with ``-x`` and notes the first test that
 fails. A mutant that no test catches ("SURVIVED") is a test to write. The pinned seeded digests
-(``tests/test_seeded_results.py``) are left out on purpose: they catch any change at all, not a wrong one.
+(``tests/algorithms/test_seeded_results.py``) are left out on purpose: they catch any change at all, not a wrong one.
 
     python tools/mutation_audit.py                      # every mutant, about 1 minute each on 2 cores
     python tools/mutation_audit.py --only cov_biased    # some of them
@@ -421,35 +421,35 @@ MUTANTS = [
 # caught), then the environments (stepped in threads too), the overlapped updates, the single-shot windows and the
 # runner's batches and time limit
 TESTS = [
-    "tests/test_known_answers.py",
-    "tests/test_entropy.py",
-    "tests/test_mppi.py",
-    "tests/test_model.py",
-    "tests/test_buffers.py",
-    "tests/test_training_stats.py",
-    "tests/test_per_agent_settings.py",
-    "tests/test_auto_alpha.py",
-    "tests/test_precision.py",
-    "tests/test_wrappers.py",
-    "tests/test_history.py",
-    "tests/test_ergodicity.py",
-    "tests/test_independent_agents.py",
-    "tests/test_synthesis.py",
-    "tests/test_run.py",
-    "tests/test_learning.py",
-    "tests/test_envs.py",
-    "tests/test_mujoco_envs.py",
-    "tests/test_action_semantics.py",
-    "tests/test_vec_env.py",
-    "tests/test_overlap_updates.py",
-    "tests/test_single_shot.py",
-    "tests/test_batches_and_time_limit.py",
+    "tests/common/test_known_answers.py",
+    "tests/common/test_entropy.py",
+    "tests/common/test_mppi.py",
+    "tests/common/test_model.py",
+    "tests/common/test_buffers.py",
+    "tests/algorithms/test_training_stats.py",
+    "tests/algorithms/test_per_agent_settings.py",
+    "tests/algorithms/test_auto_alpha.py",
+    "tests/algorithms/test_precision.py",
+    "tests/algorithms/test_wrappers.py",
+    "tests/algorithms/test_history.py",
+    "tests/common/test_ergodicity.py",
+    "tests/algorithms/test_independent_agents.py",
+    "tests/algorithms/test_synthesis.py",
+    "tests/algorithms/test_run.py",
+    "tests/algorithms/test_learning.py",
+    "tests/envs/test_envs.py",
+    "tests/envs/test_mujoco_envs.py",
+    "tests/algorithms/test_action_semantics.py",
+    "tests/common/test_vec_env.py",
+    "tests/algorithms/test_overlap_updates.py",
+    "tests/experiments/test_single_shot.py",
+    "tests/experiments/test_batches_and_time_limit.py",
 ]
 # the tests of the statistics and readers; they run first for a mutant of these files (and last for the others)
 ANALYSIS_FILES = (STATS, RESULTS, EPISODES, TABLES)
 ANALYSIS_TESTS = [
-    "tests/test_experiment_stats.py",
-    "tests/test_reproduction_tables.py",
+    "tests/experiments/test_experiment_stats.py",
+    "tests/experiments/test_reproduction_tables.py",
 ]
 
 

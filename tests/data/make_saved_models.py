@@ -1,6 +1,6 @@
 """
 Models saved by sb3-maxdiff at commit 6946528 (before the planner settings and the entropy weight moved), and what
-they predicted, for tests/test_save_load.py. Run from a checkout of that commit:
+they predicted, for tests/algorithms/test_save_load.py. Run from a checkout of that commit:
 ``git worktree add ../old 6946528 && cd ../old && python <this file> <folder to write to>``.
 """
 

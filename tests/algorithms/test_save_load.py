@@ -126,7 +126,7 @@ def test_alpha_lives_only_beside_the_path_entropy():
 @pytest.mark.parametrize("name", ["maxdiff_6946528", "nnmppi_6946528", "maxdiff_3agents_6946528"])
 def test_models_saved_by_an_earlier_version_load_and_predict_the_same(name):
     """Files of commit 6946528 (tests/data/make_saved_models.py), whose planner settings and alpha were kept apart."""
-    data = Path(__file__).parent / "data"
+    data = Path(__file__).parent.parent / "data"
     expected = np.load(data / "predictions_6946528.npz")
     algo = NNMPPI if name.startswith("nnmppi") else MaxDiffMPPI
     model = algo.load(data / f"{name}.zip", device="cpu")
@@ -157,7 +157,7 @@ def test_random_entropy_jitter_survives_save_and_load(tmp_path):
 
 def test_a_model_saved_before_the_entropy_jitter_option_loads_with_the_diagonal_jitter():
     """The kept single-shot models were saved by a version without ``entropy_jitter``."""
-    path = Path(__file__).parents[1] / "docs" / "reproduction" / "models" / "single_shot_light_30k_maxdiff_seed6.zip"
+    path = Path(__file__).parents[2] / "docs" / "reproduction" / "models" / "single_shot_light_30k_maxdiff_seed6.zip"
     loaded = MaxDiffMPPI.load(path, device="cpu")
     assert loaded.entropy_jitter == "diagonal" and loaded.policy.path_entropy.jitter == "diagonal"
 

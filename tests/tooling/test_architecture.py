@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).parent.parent / "sb3_maxdiff"
+PACKAGE = Path(__file__).parent.parent.parent / "sb3_maxdiff"
 APP = ("sb3_maxdiff.experiments", "sb3_maxdiff.zoo", "sb3_maxdiff.train", "sb3_maxdiff.enjoy", "sb3_maxdiff.record_video",
        "sb3_maxdiff.hub", "sb3_maxdiff.cli")  # fmt: skip
 ALGORITHMS = ("sb3_maxdiff.nnmppi", "sb3_maxdiff.maxdiff", "sb3_maxdiff.envs", "sb3_maxdiff.wrappers")

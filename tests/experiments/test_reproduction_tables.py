@@ -19,7 +19,7 @@ from sb3_maxdiff.experiments.analyse.episodes import DIAGNOSTICS, SETTING_SEPARA
 from sb3_maxdiff.experiments.analyse.stats import mann_whitney_pvalue, welch_ttest
 from sb3_maxdiff.experiments.analyse.tables import per_seed_values
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 METHODS = {
     "MaxDiff": "maxdiff",
     "MaxDiff, alpha 100": "maxdiff",

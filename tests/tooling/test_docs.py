@@ -16,7 +16,7 @@ from sb3_maxdiff import MaxDiffMPPI
 from sb3_maxdiff.envs import SWIMMER_HEAVY
 from sb3_maxdiff.experiments.define.presets import published_kwargs
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 STEPS_PER_ENV, EPISODE_STEPS = 10, 20
 

@@ -12,7 +12,7 @@ import pytest
 import torch as th
 from helpers import process_state_kept, run_script
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _printed(command: list[str], capsys: pytest.CaptureFixture) -> str:
@@ -136,7 +136,7 @@ def test_compare_trees_reports_medians_and_ratios(tmp_path, monkeypatch, capsys)
     """The alternating comparison of two checkouts, with the timing itself replaced by known figures."""
     import importlib.util
 
-    path = pathlib.Path(__file__).parent.parent / "benchmarks" / "compare_trees.py"
+    path = pathlib.Path(__file__).parent.parent.parent / "benchmarks" / "compare_trees.py"
     spec = importlib.util.spec_from_file_location("compare_trees", path)
     compare = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(compare)

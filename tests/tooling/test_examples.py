@@ -13,7 +13,7 @@ from sb3_maxdiff import synthesis
 from sb3_maxdiff.envs import ANT, HALF_CHEETAH, SWIMMER_HEAVY, SWIMMER_LIGHT, point_mass_id
 from sb3_maxdiff.experiments.define.presets import PRESETS, cell_kwargs, get_budget, published_kwargs
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
@@ -208,7 +208,7 @@ def test_synthesis_history_example_prints_its_three_tables(monkeypatch, capsys):
 
 def test_every_example_is_run_by_a_test():
     """An example no test runs breaks unseen when the API moves: each one is named by a test of this file or the README's."""
-    tests = (ROOT / "tests" / "test_examples.py").read_text() + (ROOT / "tests" / "test_readme.py").read_text()
+    tests = "".join((ROOT / "tests" / "tooling" / name).read_text() for name in ("test_examples.py", "test_readme.py"))
     untested = [path.name for path in sorted((ROOT / "examples").glob("*.py")) if f'"{path.name}"' not in tests
                 and f"examples/{path.name}" not in tests]  # fmt: skip
     assert not untested, f"examples no test runs: {untested}"
