@@ -1,11 +1,16 @@
+import importlib
+import pathlib
+import sys
+
 import pytest
 import torch as th
 from helpers import cpu_platform
 
 
 def pytest_report_header(config):
-    from algorithms.test_seeded_results import PINNED
-
+    # the seeded digests' module, beside its tests (imported by name, as pytest imports it there)
+    sys.path.insert(0, str(pathlib.Path(__file__).parent / "algorithms"))
+    PINNED = importlib.import_module("test_seeded_results").PINNED
     platform = cpu_platform()
     return f"seeded digests: {'pinned for ' + platform if platform in PINNED else 'none pinned for ' + platform + ', skipped'}"
 
