@@ -38,6 +38,7 @@ SCHEDULES = "sb3_maxdiff/common/schedules.py"
 OPTIMIZERS = "sb3_maxdiff/common/optimizers.py"
 ERGODICITY = "sb3_maxdiff/common/ergodicity.py"
 NNMPPI = "sb3_maxdiff/nnmppi/nnmppi.py"
+PLANNING_ALGORITHM = "sb3_maxdiff/common/planning_algorithm.py"
 MODEL_TRAINING = "sb3_maxdiff/common/training.py"
 FUSED_ROLLOUT = "sb3_maxdiff/common/fused_rollout.py"
 WRAPPER = "sb3_maxdiff/wrappers/path_entropy_reward.py"
@@ -211,11 +212,11 @@ MUTANTS = [
     ),
     Mutant(
         "train_starts_ignored",
-        NNMPPI,
+        PLANNING_ALGORITHM,
         "self._last_episode_starts = np.asarray(dones, dtype=bool).copy()",
         "self._last_episode_starts = np.zeros(len(dones), dtype=bool)",
     ),
-    Mutant("learn_no_interrupt", NNMPPI, "            self.replay_buffer.interrupt()\n", ""),
+    Mutant("learn_no_interrupt", PLANNING_ALGORITHM, "            self.replay_buffer.interrupt()\n", ""),
     # alpha: schedules and the automatic rule
     Mutant("schedule_strict", SCHEDULES, "num_timesteps >= boundary", "num_timesteps > boundary"),
     Mutant(
