@@ -32,7 +32,7 @@ from sb3_maxdiff.experiments.commands.arguments import (
 )
 from sb3_maxdiff.experiments.define.algos import ALGOS, get_algo
 from sb3_maxdiff.experiments.define.specs import CHECKPOINT_FILE, write_json
-from sb3_maxdiff.experiments.run.checkpoints import load_single_shot_checkpoint, remove_checkpoints
+from sb3_maxdiff.experiments.run.checkpoints import load_checkpoint, remove_checkpoints
 from sb3_maxdiff.experiments.run.options import EXIT_TIME_LIMIT, Deadline, StopRequest
 from sb3_maxdiff.experiments.run.single_shot import (
     SingleShotResult,
@@ -148,7 +148,8 @@ def _learn_with_checkpoints(
                 f"--checkpoint-dir {directory} holds a run started with other {', '.join(differing)} "
                 f"({', '.join(f'{key}={started.get(key)!r}' for key in differing)}): give the same, or another folder"
             )
-        model, done = load_single_shot_checkpoint(algo, directory, make_single_shot_env(args.env), [logger])
+        model, checkpoint, _ = load_checkpoint(algo, directory, make_single_shot_env(args.env), 1, [logger])
+        done = checkpoint["agent_timesteps"]
         print(f"carrying on from the checkpoint at step {done} of {args.steps} in {directory}")
     else:
         os.makedirs(directory, exist_ok=True)

@@ -10,7 +10,7 @@ import json
 import os
 import pickle
 import random
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import mujoco
@@ -174,28 +174,40 @@ def read_checkpoint(directory: str, n_runs: int) -> dict[str, Any]:
     return checkpoint
 
 
-def load_single_shot_checkpoint(
-    algo: type[OffPolicyAlgorithm], directory: str, env: Any, windows: list, **load_kwargs: Any
-) -> tuple[Any, int]:
+class Resumed(NamedTuple):
+    """A model loaded from a checkpoint: the pointer it was read from, and whether training carries on exactly."""
+
+    model: Any
+    checkpoint: dict[str, Any]
+    exact: bool
+
+
+def load_checkpoint(
+    algo: type[OffPolicyAlgorithm], directory: str, env: Any, n_runs: int, windows: list | None = None, **load_kwargs: Any
+) -> Resumed:
     """
-    The model of a single-shot run, or of a batch of them, from the latest checkpoint in ``directory``, on ``env``
-    (new, one environment per agent): its replay buffer, random streams and environments put back and each window
-    bookkeeping of ``windows`` restored from it, so that training carries on exactly; and the steps done per agent.
+    The model of the latest checkpoint in ``directory`` (one run, or a batch of ``n_runs``), on ``env`` (new), with its
+    replay buffer and random streams. A single-shot run's (``windows``: its window bookkeeping, restored from the
+    checkpoint) is put back in the middle of its episode, and carries on exactly. A multi-shot run's carries on
+    exactly where every environment's episode had just ended (:func:`restore_random_state`), and on streams of its own
+    otherwise.
 
     :param load_kwargs: passed on to ``algo.load`` (e.g. ``device``)
     """
-    checkpoint = read_checkpoint(directory, len(windows))
+    checkpoint = read_checkpoint(directory, n_runs)
     stem = os.path.join(directory, f"checkpoint_{checkpoint['timesteps']}")
     model = algo.load(f"{stem}.zip", env=env, **load_kwargs)
     model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
     with open(f"{stem}_random_state.pkl", "rb") as file:
         streams = pickle.load(file)
+    if windows is None:
+        return Resumed(model, checkpoint, restore_random_state(model, streams))
     with open(f"{stem}_run_state.pkl", "rb") as file:
         run_state = pickle.load(file)
     continue_episode(model, streams, run_state["episode"])
     for logger, state in zip(windows, run_state["windows"], strict=True):
         logger.restore(state)
-    return model, checkpoint["agent_timesteps"]
+    return Resumed(model, checkpoint, True)
 
 
 def remove_checkpoints(directory: str, keep: int | None = None) -> None:

@@ -14,7 +14,6 @@ ends, keeps its checkpoints at any step, with its environment as it was, and car
 
 import glob
 import os
-import pickle
 import time
 from typing import Any, NamedTuple
 
@@ -39,11 +38,10 @@ from sb3_maxdiff.experiments.run.batching import batch_algo, batch_dir, batch_kw
 from sb3_maxdiff.experiments.run.checkpoints import (
     episode_state,
     last_device_type,
-    load_single_shot_checkpoint,
+    load_checkpoint,
     read_checkpoint,
     record_resume,
     remove_checkpoints,
-    restore_random_state,
     save_checkpoint,
     truncate_monitor,
 )
@@ -236,39 +234,56 @@ def _forget_earlier_tries(directory: str, run_dirs: list[str]) -> None:
             os.remove(os.path.join(run_dir, RESUMES_FILE))
 
 
-def _build_or_resume(specs: list[RunSpec], run_dirs: list[str], directory: str, options: ExecutionOptions) -> tuple:
-    """The model to train (fresh, or the latest checkpoint with its replay buffer), its agent steps, episodes, cells."""
-    first, batched = specs[0], len(specs) > 1
+class Start(NamedTuple):
+    """Where a group's training starts: its model, the steps done per agent, each run's episodes and visited cells."""
+
+    model: Any
+    done: int
+    episodes: list[int]
+    visited: list[list]
+
+
+def _build_or_resume(
+    specs: list[RunSpec], run_dirs: list[str], directory: str, options: ExecutionOptions, windows: list | None = None
+) -> Start:
+    """
+    The model to train, fresh or from the latest checkpoint in ``directory`` (:func:`load_checkpoint`: its replay
+    buffer and random streams), for a group of multi-shot runs or (``windows``: their window bookkeeping, restored
+    from the checkpoint) of single-shot runs. A resumed multi-shot run's monitor is cut back to the checkpoint's
+    episodes first; every resumed run notes in its ``resumes.json`` whether it carries on exactly.
+    """
+    first, batched, single_shot = specs[0], len(specs) > 1, windows is not None
     algo = batch_algo(specs)
-    resume = os.path.exists(os.path.join(directory, CHECKPOINT_FILE)) and all(
-        os.path.exists(os.path.join(run_dir, MONITOR_FILE)) for run_dir in run_dirs
+    resume = os.path.exists(os.path.join(directory, CHECKPOINT_FILE)) and (
+        single_shot or all(os.path.exists(os.path.join(run_dir, MONITOR_FILE)) for run_dir in run_dirs)
     )
-    exact = False
-    if resume:
-        checkpoint = read_checkpoint(directory, len(specs))
-        for run_dir, episodes in zip(run_dirs, checkpoint["episodes"]):
-            truncate_monitor(os.path.join(run_dir, MONITOR_FILE), episodes)
-        stem = os.path.join(directory, f"checkpoint_{checkpoint['timesteps']}")
-        env = training_env(specs, run_dirs, resume=True, env_threads=options.env_threads)
-        model = algo.load(f"{stem}.zip", env=env, device=first.device, **options.model_kwargs(algo))
-        model.load_replay_buffer(f"{stem}_replay_buffer.pkl")
-        done, episodes, visited = checkpoint["agent_timesteps"], checkpoint["episodes"], checkpoint["visited_cells"]
-        with open(f"{stem}_random_state.pkl", "rb") as file:
-            exact = restore_random_state(model, pickle.load(file))
-        for run_dir, kept in zip(run_dirs, episodes):
-            # another kind of device computes differently: the run goes on, but not as it would have
-            same_device = last_device_type(run_dir, done) == model.device.type
-            record_resume(run_dir, kept, done, exact and same_device, device=str(model.device))
-    else:
+    if not resume:
         _forget_earlier_tries(directory, run_dirs)
-        env = training_env(specs, run_dirs, resume=False, env_threads=options.env_threads)
+        if single_shot:
+            env = _single_shot_env(specs, options.env_threads)
+        else:
+            env = training_env(specs, run_dirs, resume=False, env_threads=options.env_threads)
         model = _new_model(specs, env, options, **({"independent_agents": True} if batched else {}))
-        done, episodes, visited = 0, [0] * len(specs), [[] for _ in specs]
-    if (batched or done) and not exact:
-        # a run resumed where not every episode had ended continues on seeds of its own; a batch's environments
-        # follow their seeds
+        if batched and not single_shot:  # a batch's environments follow their seeds
+            model.set_random_seed(first.seed)
+        return Start(model, 0, [0] * len(specs), [[] for _ in specs])
+    if single_shot:
+        env = _single_shot_env(specs, options.env_threads)
+    else:
+        for run_dir, episodes in zip(run_dirs, read_checkpoint(directory, len(specs))["episodes"]):
+            truncate_monitor(os.path.join(run_dir, MONITOR_FILE), episodes)
+        env = training_env(specs, run_dirs, resume=True, env_threads=options.env_threads)
+    load_kwargs = {"device": first.device, **options.model_kwargs(algo)}
+    model, checkpoint, exact = load_checkpoint(algo, directory, env, len(specs), windows, **load_kwargs)
+    done = checkpoint["agent_timesteps"]
+    episodes = [0] * len(specs) if single_shot else checkpoint["episodes"]  # a single-shot episode never ends
+    for run_dir, kept in zip(run_dirs, episodes):
+        # another kind of device computes differently: the run goes on, but not as it would have
+        same_device = last_device_type(run_dir, done) == model.device.type
+        record_resume(run_dir, kept, done, exact and same_device, device=str(model.device))
+    if not exact:  # a run resumed where not every episode had ended continues on seeds of its own
         model.set_random_seed(first.seed + done)
-    return model, done, episodes, visited
+    return Start(model, done, episodes, checkpoint["visited_cells"])
 
 
 def _single_shot_env(specs: list[RunSpec], env_threads: int = 1) -> Any:
@@ -286,30 +301,6 @@ def _single_shot_env(specs: list[RunSpec], env_threads: int = 1) -> Any:
     return batch_env([make(index, spec) for index, spec in enumerate(specs)], env_threads)
 
 
-def _build_or_resume_single_shot(
-    specs: list[RunSpec], run_dirs: list[str], directory: str, windows: list[WindowReturnLogger], options: ExecutionOptions
-) -> tuple[Any, int]:
-    """
-    The model of a single-shot run, or of a batch of them (independent agents): fresh, or its latest checkpoint with
-    its replay buffer, random streams, environments and window bookkeeping (``windows`` restored), which carries on
-    exactly; the steps done per agent.
-    """
-    batched = len(specs) > 1
-    if not os.path.exists(os.path.join(directory, CHECKPOINT_FILE)):
-        _forget_earlier_tries(directory, run_dirs)
-        return _new_model(
-            specs, _single_shot_env(specs, options.env_threads), options, **({"independent_agents": True} if batched else {})
-        ), 0
-    algo = batch_algo(specs) if batched else get_algo(specs[0].method)
-    env = _single_shot_env(specs, options.env_threads)
-    load_kwargs = {"device": specs[0].device, **options.model_kwargs(algo)}
-    model, done = load_single_shot_checkpoint(algo, directory, env, windows, **load_kwargs)
-    for run_dir in run_dirs:
-        same_device = last_device_type(run_dir, done) == model.device.type
-        record_resume(run_dir, 0, done, exact=same_device, device=str(model.device))
-    return model, done
-
-
 def _train_single_shot(specs: list[RunSpec], out: str, progress: Progress, options: ExecutionOptions) -> list[Trained]:
     """Train a single-shot run, or the runs of a batch of them (one never-ending environment per agent)."""
     start = time.perf_counter()
@@ -321,7 +312,7 @@ def _train_single_shot(specs: list[RunSpec], out: str, progress: Progress, optio
         WindowReturnLogger(spec.window, os.path.join(run_dir, WINDOWS_FILE), env_index=index if batched else None)
         for index, (spec, run_dir) in enumerate(zip(specs, run_dirs))
     ]
-    model, done = _build_or_resume_single_shot(specs, run_dirs, directory, windows, options)
+    model, done, _, _ = _build_or_resume(specs, run_dirs, directory, options, windows)
     n = len(specs)
     deadline = Deadline(options.deadline)
     hook = TrainingHook(directory, specs[0].checkpoint_every, progress, deadline, single_shot=windows)
