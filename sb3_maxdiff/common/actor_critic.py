@@ -4,7 +4,7 @@ An actor and twin critics learned beside the model (SAC's, from Stable-Baselines
 """
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import torch as th
@@ -35,16 +35,6 @@ def check_terminal_value(terminal_value: Any, actor_samples: Any, actor_bc_coef:
     if not (isinstance(actor_bc_coef, (int, float)) and actor_bc_coef >= 0.0):
         raise ValueError(f"actor_bc_coef must be a number >= 0, got {actor_bc_coef!r}")
     return terminal_value, float(actor_samples), float(actor_bc_coef)
-
-
-def check_critic_setup(value_kind: str | None, independent_agents: bool, cuda_graph: bool) -> None:
-    """The actor-critic (``terminal_value="q"``) is one model's, planned eagerly: refuse the options it lacks."""
-    if value_kind != "q":
-        return
-    if independent_agents:
-        raise ValueError("terminal_value='q' is not available with independent_agents=True; use 'v' or one agent")
-    if cuda_graph:
-        raise ValueError("terminal_value='q' plans eagerly: cuda_graph=True is not available with it")
 
 
 class ActorCriticLosses(NamedTuple):
@@ -138,17 +128,30 @@ class ActorCritic(nn.Module):
     def value(self, obs: th.Tensor) -> th.Tensor:
         """The terminal value ``(Q_1 + Q_2)(s, mu(s)) / 2`` of states, shape (..., n) -> (...)."""
         rows = obs.reshape(-1, obs.shape[-1]).float()
-        q_values = th.cat(self.critic(rows, self.actor(rows, deterministic=True)), dim=-1)
+        # the mean action as SB3's deterministic actor gives it, without a distribution object (which checks its
+        # arguments on the host, and so cannot be captured in a CUDA graph)
+        mean_action = th.tanh(self.actor.get_action_dist_params(rows)[0])
+        q_values = th.cat(self.critic(rows, mean_action), dim=-1)
         return q_values.mean(dim=-1).view(obs.shape[:-1]).to(obs.dtype)
 
     def act(self, obs: th.Tensor, generator: th.Generator | None = None) -> tuple[th.Tensor, th.Tensor]:
         """
         The actor's mean action ``tanh(mean)`` and an action drawn from it, ``tanh(mean + std * eps)`` with ``eps``
-        from ``generator`` (None: torch's global stream), for states (B, n); both (B, m), in [-1, 1].
+        from ``generator`` (None: torch's global stream), for states (..., n); both (..., m), in [-1, 1].
         """
-        mean, log_std, _ = self.actor.get_action_dist_params(obs)
+        mean, log_std, _ = self.actor.get_action_dist_params(obs.reshape(-1, obs.shape[-1]))
         eps = th.randn(mean.shape, dtype=mean.dtype, device=mean.device, generator=generator)
-        return th.tanh(mean), th.tanh(mean + log_std.exp() * eps)
+        shape = (*obs.shape[:-1], mean.shape[-1])
+        return th.tanh(mean).view(shape), th.tanh(mean + log_std.exp() * eps).view(shape)
+
+    def actions(self, obs: th.Tensor, deterministic: bool = False) -> th.Tensor:
+        """The actor's actions for states (B, n) as SB3's actor gives them (its mean where ``deterministic``), (B, m)."""
+        return self.actor(obs, deterministic=deterministic)
+
+    @property
+    def optimizer_names(self) -> list[str]:
+        """The attribute paths of the optimizers, from this module (what ``save`` stores beside the weights)."""
+        return ["actor_optimizer", "critic_optimizer", "ent_coef_optimizer"]
 
     # ----- learning ---------------------------------------------------------------------------------
     def loss_step(
@@ -203,3 +206,62 @@ class ActorCritic(nn.Module):
         obs, actions, next_obs, _, rewards, _, dones = batch
         parts = (obs, actions, next_obs, rewards.reshape(-1, 1), dones.reshape(-1, 1))
         return self.loss_step(*(part.float().flatten(start_dim=1) for part in parts))
+
+
+class AgentActorCritics(nn.Module):
+    """
+    One :class:`ActorCritic` per independent agent, with the same calls batched over a leading agent axis: agent i's
+    terminal values, actions and updates come from agent i's actor and critics, trained on agent i's replay rows only
+    (one call for all agents, which loops over them: SB3's actor and critic classes hold one agent each).
+
+    :param n_agents: number of agents N
+    :param actor_critic_args: the arguments of each agent's :class:`ActorCritic`, which are made one after the other
+        from the torch random stream
+    """
+
+    def __init__(self, n_agents: int, *actor_critic_args: Any, **actor_critic_kwargs: Any):
+        super().__init__()
+        self.agents = nn.ModuleList(ActorCritic(*actor_critic_args, **actor_critic_kwargs) for _ in range(n_agents))
+
+    @property
+    def members(self) -> list[ActorCritic]:
+        """Each agent's actor and critics, in agent order."""
+        return cast(list[ActorCritic], list(self.agents))
+
+    @property
+    def optimizers(self) -> list[th.optim.Optimizer]:
+        return [optimizer for agent in self.members for optimizer in agent.optimizers]
+
+    @property
+    def optimizer_names(self) -> list[str]:
+        return [f"agents.{index}.{name}" for index, agent in enumerate(self.members) for name in agent.optimizer_names]
+
+    def agent(self, index: int) -> ActorCritic:
+        """Agent ``index``'s actor and critics."""
+        return self.members[index]
+
+    def value(self, obs: th.Tensor) -> th.Tensor:
+        """Each agent's terminal value of its states, (N, ..., n) -> (N, ...)."""
+        return th.stack([agent.value(rows) for agent, rows in zip(self.members, obs, strict=True)])
+
+    def act(self, obs: th.Tensor, generator: th.Generator | None = None) -> tuple[th.Tensor, th.Tensor]:
+        """
+        Each agent's mean action and an action drawn from it for its states (N, B, n), both (N, B, m), the noise of
+        every agent in one draw (``eps`` of shape (N, B, m), from ``generator``; None: torch's global stream).
+        """
+        params = [agent.actor.get_action_dist_params(rows) for agent, rows in zip(self.members, obs, strict=True)]
+        mean, log_std = th.stack([mean for mean, _, _ in params]), th.stack([log_std for _, log_std, _ in params])
+        eps = th.randn(mean.shape, dtype=mean.dtype, device=mean.device, generator=generator)
+        return th.tanh(mean), th.tanh(mean + log_std.exp() * eps)
+
+    def actions(self, obs: th.Tensor, deterministic: bool = False) -> th.Tensor:
+        """Agent i's action for state i, (N, n) -> (N, m) (see :meth:`ActorCritic.actions`)."""
+        return th.cat([agent.actions(row[None], deterministic) for agent, row in zip(self.members, obs, strict=True)])
+
+    def update(self, batch: Sequence[th.Tensor]) -> ActorCriticLosses:
+        """
+        Each agent's SAC update on its rows of the minibatch (tensors (N, B, ...)); the losses and entropy coefficients
+        averaged over the agents, for the logs.
+        """
+        losses = [agent.update([part[index] for part in batch]) for index, agent in enumerate(self.members)]
+        return ActorCriticLosses(*(th.stack(values).mean() for values in zip(*losses)))

@@ -215,11 +215,16 @@ def check_agent_env(independent_agents: bool, n_agents: int | None, n_envs: int,
 
 def copy_agent(source: Any, target: Any, index: int) -> None:
     """
-    Copy agent ``index`` of the policy ``source`` (its model weights, Adam state and path-entropy weight) into
-    the single-agent policy ``target``.
+    Copy agent ``index`` of the policy ``source`` (its model weights, Adam state and path-entropy weight, and its
+    actor and critics with their optimizers' state where it has them) into the single-agent policy ``target``.
     """
     if source.alpha is not None and target.alpha is not None:
         target.alpha.copy_(source.alpha if source.alpha.dim() == 0 else source.alpha[index])
+    if source.actor_critic is not None:
+        actor_critic = source.actor_critic if source.n_agents is None else source.actor_critic.agent(index)
+        target.actor_critic.load_state_dict(actor_critic.state_dict())
+        for mine, theirs in zip(target.actor_critic.optimizers, actor_critic.optimizers, strict=True):
+            mine.load_state_dict(theirs.state_dict())
     model = source.model
     if source.n_agents is None:  # one agent: the model and optimizer are already those of a single agent
         target.model.load_state_dict(model.state_dict())

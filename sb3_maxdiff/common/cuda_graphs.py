@@ -137,7 +137,7 @@ class GraphedPlanning(CapturedGraphs):
             return planner.plan(model, obs, nominal, reset)
         try:
             graph = self.find_or_capture(
-                storage_pointers(model, planner.entropy_bonus),
+                storage_pointers(model, planner.entropy_bonus, planner.prior),  # type: ignore[arg-type]
                 lambda graph: graph.matches(obs, nominal),
                 lambda: PlanGraph(planner, model, obs, nominal),
             )

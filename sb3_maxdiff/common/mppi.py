@@ -241,7 +241,7 @@ class PlannerPrior(Protocol):
         """The terminal value of states, (..., n) -> (...)."""
 
     def act(self, obs: th.Tensor, generator: th.Generator | None = None) -> tuple[th.Tensor, th.Tensor]:
-        """The mean action and a drawn one for states (B, n), both (B, m) in [-1, 1]."""
+        """The mean action and a drawn one for states (E, B, n), both (E, B, m) in [-1, 1]."""
 
 
 def prior_paths(
@@ -261,8 +261,9 @@ def prior_paths(
     :return: shape (E, 1 + n_paths, H, m)
     """
     n_envs, rows = obs.shape[0], 1 + n_paths
-    state = obs[:, None].expand(n_envs, rows, obs.shape[-1]).reshape(n_envs * rows, obs.shape[-1])
-    is_mean = (th.arange(n_envs * rows, device=obs.device) % rows == 0)[:, None]
+    # (E, rows, n): independent agents' models and priors take their agent's rows on the first axis
+    state = obs[:, None].expand(n_envs, rows, obs.shape[-1])
+    is_mean = (th.arange(rows, device=obs.device) == 0)[:, None]
     actions = []
     for _ in range(horizon):
         mean, drawn = prior.act(state, generator)
@@ -270,7 +271,7 @@ def prior_paths(
         actions.append(action)
         state, _ = model(state, action)
         state = state.clamp(-state_bound, state_bound)
-    return th.stack(actions, dim=1).view(n_envs, rows, horizon, -1)
+    return th.stack(actions, dim=2)
 
 
 class MPPIPlanner:

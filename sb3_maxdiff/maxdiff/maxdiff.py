@@ -88,7 +88,8 @@ class MaxDiffMPPI(NNMPPI):
         learned by TD with the model (hidden layers ``policy_kwargs["value_net_arch"]``, default ``net_arch``).
         ``"q"``: ``V(s) = Q(s, pi(s))``, twin critics of an actor trained with SAC's losses on the same minibatches
         (hidden layers ``policy_kwargs["critic_net_arch"]``, default [256, 256]), as TD-MPC2 and LOOP do; the actor
-        also proposes ``actor_samples`` of the samples and acts alone with ``predict(..., planner=False)``.
+        also proposes ``actor_samples`` of the samples and acts alone with ``predict(..., planner=False)``; each
+        independent agent has its own.
         False: the published planner
     :param gamma: discount of the planned rewards and of the value's (or critics') TD target (with ``terminal_value``)
     :param tau: Polyak step of the value's (or critics') target network after each update (with ``terminal_value``)

@@ -19,7 +19,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback, Schedule
 from stable_baselines3.common.utils import update_learning_rate
 
-from sb3_maxdiff.common.actor_critic import check_critic_setup, check_terminal_value
+from sb3_maxdiff.common.actor_critic import check_terminal_value
 from sb3_maxdiff.common.agents import AgentLayout, check_agent_env, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer, check_replay_buffer
 from sb3_maxdiff.common.entropy import PathEntropySettings
@@ -74,7 +74,8 @@ class NNMPPI(PlanningAlgorithm):
         learned by TD with the model (hidden layers ``policy_kwargs["value_net_arch"]``, default ``net_arch``).
         ``"q"``: ``V(s) = Q(s, pi(s))``, twin critics of an actor trained with SAC's losses on the same minibatches
         (hidden layers ``policy_kwargs["critic_net_arch"]``, default [256, 256]), as TD-MPC2 and LOOP do; the actor
-        also proposes ``actor_samples`` of the samples and acts alone with ``predict(..., planner=False)``.
+        also proposes ``actor_samples`` of the samples and acts alone with ``predict(..., planner=False)``; each
+        independent agent has its own.
         False: the published planner
     :param gamma: discount of the planned rewards and of the value's (or critics') TD target (with ``terminal_value``)
     :param tau: Polyak step of the value's (or critics') target network after each update (with ``terminal_value``)
@@ -241,7 +242,6 @@ class NNMPPI(PlanningAlgorithm):
         return {"control_cost": self.control_cost} if is_per_agent(self.control_cost) else {}
 
     def _setup_model(self) -> None:
-        check_critic_setup(self.value_kind, self.independent_agents, self.cuda_graph)  # at load: cuda_graph is the caller's
         self._reset_planner_dtype()  # at load too: planner_dtype comes from the saved file or the caller
         check_agent_env(self.independent_agents, self.n_agents, self.n_envs, self._vec_normalize_env)
         self._check_per_agent_settings()
@@ -357,5 +357,6 @@ class NNMPPI(PlanningAlgorithm):
 
     # ----- save / load -----------------------------------------------------------------------
     def _get_torch_save_params(self) -> tuple[list[str], list[str]]:
-        critic = ["actor_optimizer", "critic_optimizer", "ent_coef_optimizer"] if self.value_kind == "q" else []
+        actor_critic = self.policy.actor_critic
+        critic = [] if actor_critic is None else actor_critic.optimizer_names
         return ["policy", "policy.optimizer", *(f"policy.actor_critic.{name}" for name in critic)], []

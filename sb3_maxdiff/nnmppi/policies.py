@@ -12,7 +12,7 @@ from stable_baselines3.common.policies import BasePolicy
 from stable_baselines3.common.type_aliases import PyTorchObs, Schedule
 from torch import nn
 
-from sb3_maxdiff.common.actor_critic import ActorCritic
+from sb3_maxdiff.common.actor_critic import ActorCritic, AgentActorCritics
 from sb3_maxdiff.common.cuda_graphs import GraphedPlanning, GraphedUpdates
 from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropySettings
 from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel, check_net_arch
@@ -80,7 +80,8 @@ class MPPIPolicy(BasePolicy):
     :param terminal_value: what scores the end of a planned path where ``planner_settings.value_discount`` is set:
         ``"v"``, a value ``V(s)`` learned with the model (the default there); ``"q"``, the critic ``Q(s, pi(s))`` of an
         actor trained with SAC's losses (:class:`~sb3_maxdiff.common.actor_critic.ActorCritic`), which is also the
-        planner's prior and can act alone (``predict(..., planner=False)``)
+        planner's prior and can act alone (``predict(..., planner=False)``); with ``n_agents``, one per agent
+        (:class:`~sb3_maxdiff.common.actor_critic.AgentActorCritics`)
     :param critic_net_arch: hidden layers of that actor and of each of its twin critics (default: SAC's [256, 256])
     :param actor_bc_coef: weight of the actor's pull toward the executed (planned) actions (0: SAC's actor)
     :param n_agents: None: one model for every environment. An int N: N independent agents, environment i
@@ -161,21 +162,14 @@ class MPPIPolicy(BasePolicy):
             kwargs = agent_optimizer(self.optimizer_class, self.optimizer_kwargs)
             self.optimizer = AgentAdam(self.model.parameters(), lr=lr_schedule(1), **kwargs)
         # made after the model's optimizer, which takes the model's parameters alone
-        self.actor_critic: ActorCritic | None = None
+        self.actor_critic: ActorCritic | AgentActorCritics | None = None
         if terminal_value == "q":
-            if n_agents is not None:
-                raise ValueError("terminal_value='q' (an actor and critics) is for one model: use independent_agents=False")
             assert value_discount is not None and isinstance(observation_space, spaces.Box)
-            self.actor_critic = ActorCritic(
-                observation_space,
-                action_space,
-                lr_schedule,
-                critic_net_arch,
-                activation_fn,
-                value_discount,
-                value_tau,
-                actor_bc_coef,
-            )
+            parts = (observation_space, action_space, lr_schedule, critic_net_arch, activation_fn, value_discount)
+            if n_agents is None:
+                self.actor_critic = ActorCritic(*parts, value_tau, actor_bc_coef)
+            else:  # each agent's own, made one after the other
+                self.actor_critic = AgentActorCritics(n_agents, *parts, value_tau, actor_bc_coef)
         self.planner = MPPIPlanner(action_dim, self.planner_settings, self.entropy_bonus, self.actor_critic)
         self._warned_nonfinite = False
 
@@ -228,12 +222,7 @@ class MPPIPolicy(BasePolicy):
             policy's device (nothing is copied to the host)
         """
         assert isinstance(obs, th.Tensor)
-        obs = obs.float().flatten(start_dim=1)
-        if self.n_agents is not None and obs.shape[0] != self.n_agents:
-            raise ValueError(
-                f"observation must hold one row per independent agent ({self.n_agents}), got {obs.shape[0]} rows; "
-                "use model.agent(i) to act with one agent on its own"
-            )
+        obs = self._agent_rows(obs)
         if nominal is None:
             nominal = self.planner.initial_nominal(obs.shape[0], obs.device)
         if deterministic:
@@ -242,6 +231,16 @@ class MPPIPolicy(BasePolicy):
         if self.cuda_graph and history is None:
             return self._graphs.plan(self.planner, self.model, obs, nominal, episode_start)
         return self.planner.plan(self.model, obs, nominal, episode_start, history=history)
+
+    def _agent_rows(self, obs: th.Tensor) -> th.Tensor:
+        """Observations as float rows (E, n), one per independent agent where the model has agents (else refused)."""
+        obs = obs.float().flatten(start_dim=1)
+        if self.n_agents is not None and obs.shape[0] != self.n_agents:
+            raise ValueError(
+                f"observation must hold one row per independent agent ({self.n_agents}), got {obs.shape[0]} rows; "
+                "use model.agent(i) to act with one agent on its own"
+            )
+        return obs
 
     def update_model(self, batch: Sequence[th.Tensor]) -> ModelUpdate:
         """
@@ -377,7 +376,7 @@ class MPPIPolicy(BasePolicy):
                 f"planner=False acts with the actor, which only terminal_value='q' has (got {self.terminal_value!r})"
             )
         with th.no_grad():
-            scaled = self.actor_critic.actor(obs.float().flatten(start_dim=1), deterministic=deterministic).cpu().numpy()
+            scaled = self.actor_critic.actions(self._agent_rows(obs), deterministic).cpu().numpy()
         actions = self.unscale_action(scaled)
         return actions if vectorized_env else actions.squeeze(axis=0)
 

@@ -9,7 +9,7 @@ from gymnasium import spaces
 from stable_baselines3.common.utils import ConstantSchedule
 
 from sb3_maxdiff import NNMPPI, MaxDiffMPPI
-from sb3_maxdiff.common.actor_critic import ActorCritic
+from sb3_maxdiff.common.actor_critic import ActorCritic, AgentActorCritics
 from sb3_maxdiff.common.models import DynamicsRewardModel
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, prior_paths, rollout
 
@@ -196,8 +196,6 @@ def test_the_actor_needs_the_critic_and_bad_options_are_named():
         (dict(terminal_value="Q"), r"terminal_value must be one of \[False, True, 'v', 'q'\], got 'Q'"),
         (dict(terminal_value="q", actor_samples=1.0), r"actor_samples must be a share in \[0, 1\), got 1.0"),
         (dict(terminal_value="q", actor_bc_coef=-1.0), "actor_bc_coef must be a number >= 0"),
-        (dict(terminal_value="q", independent_agents=True), "terminal_value='q' is not available with independent_agents"),
-        (dict(terminal_value="q", cuda_graph=True), "cuda_graph=True is not available with it"),
     ):
         with pytest.raises(ValueError, match=match):
             NNMPPI(POINT_MASS, **options)
@@ -217,3 +215,136 @@ def test_behaviour_cloning_pulls_the_actor_to_the_executed_actions():
         with th.no_grad():
             distances[bc_coef] = float((actor_critic.actor(obs, deterministic=True) - executed).abs().mean())
     assert distances[10.0] < 0.1 < distances[0.0]
+
+
+# ----- independent agents, each with its own actor and critics ----------------------------------------------------
+def agent_env(n_envs: int, first_reward_scale: float = 1.0):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    env = make_vec_env(POINT_MASS, n_envs=n_envs, seed=0)
+    if first_reward_scale != 1.0:
+        scale = np.ones(n_envs)
+        scale[0] = first_reward_scale
+        from stable_baselines3.common.vec_env import VecEnvWrapper
+
+        class ScaleFirst(VecEnvWrapper):
+            def reset(self):
+                return self.venv.reset()
+
+            def step_wait(self):
+                obs, rewards, dones, infos = self.venv.step_wait()
+                return obs, rewards * scale, dones, infos
+
+        env = ScaleFirst(env)
+    return env
+
+
+def critic_agents(algo=MaxDiffMPPI, n_envs: int = 3, first_reward_scale: float = 1.0, **kwargs):
+    options = dict(terminal_value="q", gamma=0.95, actor_samples=0.1, policy_kwargs=TINY, device="cpu", **SMALL)
+    return algo(agent_env(n_envs, first_reward_scale), independent_agents=True, **{**options, **kwargs})
+
+
+def test_each_agents_critic_values_and_acts_as_that_agent_alone():
+    th.manual_seed(0)
+    agents = AgentActorCritics(3, BOX1, ACTION1, ConstantSchedule(1e-3), [8], th.nn.ReLU, 0.9)
+    obs = th.randn(3, 5, 1)
+    values = agents.value(obs)
+    assert values.shape == (3, 5)
+    for index in range(3):
+        th.testing.assert_close(values[index], agents.agent(index).value(obs[index]), rtol=0, atol=0)
+    th.manual_seed(1)
+    mean, drawn = agents.act(obs)
+    th.manual_seed(1)
+    eps = th.randn(3, 5, 1)  # one draw for every agent
+    for index in range(3):
+        agent_mean, log_std, _ = agents.agent(index).actor.get_action_dist_params(obs[index])
+        th.testing.assert_close(mean[index], th.tanh(agent_mean), rtol=0, atol=0)
+        th.testing.assert_close(drawn[index], th.tanh(agent_mean + log_std.exp() * eps[index]), rtol=0, atol=0)
+    assert not th.equal(values[0], values[1])  # each agent's own initial weights
+    assert agents.optimizer_names[:4] == [
+        "agents.0.actor_optimizer",
+        "agents.0.critic_optimizer",
+        "agents.0.ent_coef_optimizer",
+        "agents.1.actor_optimizer",
+    ]
+
+
+def test_each_agents_update_is_that_agent_alone_on_its_rows():
+    import copy
+
+    th.manual_seed(0)
+    agents = AgentActorCritics(2, BOX1, ACTION1, ConstantSchedule(1e-3), [8], th.nn.ReLU, 0.9)
+    alone = [copy.deepcopy(agents.agent(index)) for index in range(2)]
+    generator = th.Generator().manual_seed(3)
+    batch = [th.randn(2, 16, 1, generator=generator) for _ in range(7)]
+    batch[-1] = th.zeros(2, 16, 1)  # no row terminated
+    th.manual_seed(4)
+    losses = agents.update(batch)
+    th.manual_seed(4)  # the agents draw their actions one after the other, in agent order
+    alone_losses = [agent.update([part[index] for part in batch]) for index, agent in enumerate(alone)]
+    for index in range(2):
+        for mine, theirs in zip(agents.agent(index).state_dict().values(), alone[index].state_dict().values()):
+            th.testing.assert_close(mine, theirs, rtol=0, atol=0)
+    expected = th.stack([alone_losses[0].critic, alone_losses[1].critic]).mean()
+    th.testing.assert_close(losses.critic, expected, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("algo", [NNMPPI, MaxDiffMPPI])
+def test_independent_agents_learn_save_load_and_act_with_their_own_critics(algo, tmp_path):
+    model = critic_agents(algo)
+    assert isinstance(model.policy.actor_critic, AgentActorCritics)
+    assert model.policy.planner.prior is model.policy.actor_critic
+    model.learn(3 * 50)
+    logged = model.logger.name_to_value
+    for name in ("train/critic_loss", "train/actor_loss", "train/ent_coef", "train/ent_coef_loss"):
+        assert np.isfinite(logged[name]), name
+    first, second = (model.policy.actor_critic.agent(index) for index in (0, 1))
+    assert not th.equal(first.actor.mu.weight, second.actor.mu.weight)
+    model.save(tmp_path / "agents.zip")
+    loaded = algo.load(tmp_path / "agents.zip", env=agent_env(3), device="cpu")
+    for name, tensor in model.policy.state_dict().items():
+        assert th.equal(tensor, loaded.policy.state_dict()[name]), name
+    for mine, theirs in zip(model.policy.actor_critic.optimizers, loaded.policy.actor_critic.optimizers, strict=True):
+        assert mine.state_dict()["state"] and str(mine.state_dict()["state"]) == str(theirs.state_dict()["state"])
+    obs = np.array([[0.3, -0.2, 0.1, 0.0], [0.0, 0.1, 0.2, 0.3], [-0.4, 0.0, 0.0, 0.1]], dtype=np.float32)
+    obs = obs[:, : model.observation_space.shape[0]]
+    actions, _ = loaded.predict(obs, deterministic=True, planner=False)
+    assert actions.shape == (3, *model.action_space.shape)
+    with th.no_grad():
+        for index in range(3):
+            mean = loaded.policy.actor_critic.agent(index).actor(th.as_tensor(obs[index])[None], deterministic=True)
+            np.testing.assert_allclose(actions[index], loaded.policy.unscale_action(mean.numpy())[0], rtol=1e-6)
+    with pytest.raises(ValueError, match=r"one row per independent agent \(3\), got 1 rows"):
+        loaded.predict(obs[0], planner=False)
+    loaded.learn(3 * 10, reset_num_timesteps=False)  # training goes on from the file
+    # one agent taken out: its own actor, critics and their optimizers' state, and it trains on alone
+    single = model.agent(2)
+    assert isinstance(single.policy.actor_critic, ActorCritic)
+    for name, tensor in model.policy.actor_critic.agent(2).state_dict().items():
+        assert th.equal(tensor, single.policy.actor_critic.state_dict()[name]), name
+    for mine, theirs in zip(single.policy.actor_critic.optimizers, model.policy.actor_critic.agent(2).optimizers):
+        assert str(mine.state_dict()["state"]) == str(theirs.state_dict()["state"])
+    single.save(tmp_path / "agent2.zip")
+    alone = algo.load(tmp_path / "agent2.zip", env=agent_env(1))
+    alone.learn(20, reset_num_timesteps=False)
+
+
+def test_changing_one_agents_rewards_leaves_the_others_critics_bit_for_bit_unchanged():
+    runs = []
+    for scale in (1.0, -3.0):
+        model = critic_agents(first_reward_scale=scale, warmup_actions="planner")
+        model.learn(3 * 60)
+        runs.append(model)
+    plain, changed = (run.policy.actor_critic for run in runs)
+    assert not th.equal(plain.agent(0).critic.q_networks[0][0].weight, changed.agent(0).critic.q_networks[0][0].weight)
+    for index in (1, 2):
+        for name, tensor in plain.agent(index).state_dict().items():
+            assert th.equal(tensor, changed.agent(index).state_dict()[name]), (index, name)
+        np.testing.assert_array_equal(runs[0].replay_buffer.actions[:60, index], runs[1].replay_buffer.actions[:60, index])
+
+
+def test_cuda_graph_with_the_critic_is_taken_and_has_no_effect_on_a_cpu():
+    with pytest.warns(UserWarning, match="cuda_graph=True has no effect on device cpu"):
+        model = critic_agents(n_envs=2, cuda_graph=True)
+    model.learn(2 * 30)
+    assert model.cuda_graph and model.policy.cuda_graph

@@ -310,30 +310,38 @@ def test_replay_sees_in_place_updates_and_recaptures_after_a_move():
     th.testing.assert_close(moved.stat("predicted_return"), before.stat("predicted_return"))
 
 
+def train_on_cuda(cuda_graph: bool, **kwargs):
+    """MaxDiff on two point-mass environments on the GPU, 40 steps each, with or without CUDA graphs."""
+    model = MaxDiffMPPI(make_vec_env(POINT_MASS, n_envs=2, seed=0), seed=0, device="cuda", cuda_graph=cuda_graph, **kwargs)
+    model.learn(2 * 40)
+    return model
+
+
 @needs_cuda
 @pytest.mark.parametrize("independent_agents", [False, True])
 @pytest.mark.parametrize("entropy_jitter", ["diagonal", "random"])  # a random jitter is drawn inside the graph too
 def test_cuda_graph_training_matches_eager_training(independent_agents, entropy_jitter):
-    def train(cuda_graph: bool):
-        env = make_vec_env(POINT_MASS, n_envs=2, seed=0)
-        model = MaxDiffMPPI(
-            env,
-            seed=0,
-            device="cuda",
-            cuda_graph=cuda_graph,
-            independent_agents=independent_agents,
-            entropy_jitter=entropy_jitter,
-            **TINY,
-        )
-        model.learn(2 * 40)
-        return model
-
-    graphed, eager = train(True), train(False)
+    options = dict(independent_agents=independent_agents, entropy_jitter=entropy_jitter, **TINY)
+    graphed, eager = train_on_cuda(True, **options), train_on_cuda(False, **options)
     assert graphed.policy._graphs.graphs  # the planner ran as a graph
     # batched agents update through a graph too; a shared model (torch's Adam) updates eagerly
     assert bool(graphed.policy._graphed_updates.graphs) == independent_agents and not graphed.policy._graphed_updates.eager
     np.testing.assert_allclose(graphed.replay_buffer.actions[:30], eager.replay_buffer.actions[:30], atol=1e-4)
     th.testing.assert_close(graphed.policy.model.state_dict(), eager.policy.model.state_dict(), rtol=1e-4, atol=1e-4)
+
+
+@needs_cuda
+@pytest.mark.parametrize("independent_agents", [False, True])
+def test_cuda_graph_planning_with_the_critic_matches_eager_training(independent_agents):
+    """The actor's prior paths and the critics' terminal value are planned inside the captured graph."""
+    policy_kwargs = {**TINY["policy_kwargs"], "critic_net_arch": [16]}
+    options = dict(independent_agents=independent_agents, terminal_value="q", actor_samples=0.1)
+    options.update({**TINY, "policy_kwargs": policy_kwargs})
+    graphed, eager = train_on_cuda(True, **options), train_on_cuda(False, **options)
+    assert graphed.policy._graphs.graphs and not graphed.policy._graphs.failed
+    np.testing.assert_allclose(graphed.replay_buffer.actions[:30], eager.replay_buffer.actions[:30], atol=1e-4)
+    graphed_critics, eager_critics = graphed.policy.actor_critic.state_dict(), eager.policy.actor_critic.state_dict()
+    th.testing.assert_close(graphed_critics, eager_critics, rtol=1e-4, atol=1e-4)
 
 
 @needs_cuda

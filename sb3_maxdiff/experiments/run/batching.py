@@ -25,7 +25,7 @@ def is_batchable(spec: RunSpec) -> bool:
     """
     Runs of the model-based methods can be batched, multi-shot and single-shot ones (apart: the spec's
     ``single_shot`` is part of :func:`batch_key`); SAC runs, and planners with an actor-critic
-    (``terminal_value="q"``, one model's), run alone.
+    (``terminal_value="q"``: the batched evaluation does not evaluate their actor alone), run alone.
     """
     return issubclass(get_algo(spec.method), NNMPPI) and spec.algo_kwargs.get("terminal_value") != "q"
 
