@@ -23,7 +23,7 @@ from sb3_maxdiff.common.plan_memory import PlanCarry
 from sb3_maxdiff.common.precision import AUTO
 from sb3_maxdiff.common.training import UpdatesAhead
 from sb3_maxdiff.common.training_stats import TrainingStats
-from sb3_maxdiff.common.utils import check_flag, check_spaces, flushing_denormals
+from sb3_maxdiff.common.utils import check_spaces, flushing_denormals
 
 SelfPlanningAlgorithm = TypeVar("SelfPlanningAlgorithm", bound="PlanningAlgorithm")
 
@@ -181,9 +181,9 @@ class PlanningAlgorithm(IndependentAgentsMixin, OffPolicyAlgorithm):
         overlap_updates: bool = False,
         **kwargs: Any,
     ) -> SelfPlanningAlgorithm:
-        """SB3's ``load``; ``cuda_graph`` and ``overlap_updates``, like ``device``, are chosen here."""
-        kwargs.update(cuda_graph=check_flag("cuda_graph", cuda_graph))
-        kwargs.update(overlap_updates=check_flag("overlap_updates", overlap_updates))
+        """SB3's ``load``; ``cuda_graph`` and ``overlap_updates``, like ``device``, are chosen here (checked with the
+        model's setup, as at creation)."""
+        kwargs.update(cuda_graph=cuda_graph, overlap_updates=overlap_updates)
         return super().load(path, env, device, *args, **kwargs)  # type: ignore[return-value]
 
     def _excluded_save_params(self) -> list[str]:

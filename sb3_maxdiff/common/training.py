@@ -11,6 +11,7 @@ from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
 
 from sb3_maxdiff.common.models import DynamicsRewardBase, ModelLosses
 from sb3_maxdiff.common.optimizers import apply_update
+from sb3_maxdiff.common.utils import check_flag
 
 
 class ModelUpdate(NamedTuple):
@@ -88,11 +89,16 @@ class UpdatesAhead:
         return updates
 
 
-def check_overlap_updates(overlap_updates: bool, train_freq: TrainFreq | Any) -> None:
-    """``overlap_updates`` makes each step's updates before the environments step: only with updates after every step."""
+def check_overlap_updates(overlap_updates: Any, train_freq: TrainFreq | Any) -> bool:
+    """
+    ``overlap_updates``, checked: a bool, and True only with updates after every step (it makes each step's updates
+    before the environments step).
+    """
+    overlap_updates = check_flag("overlap_updates", overlap_updates)
     frequency = (train_freq.frequency, train_freq.unit) if isinstance(train_freq, TrainFreq) else None
     if overlap_updates and frequency != (1, TrainFrequencyUnit.STEP):
         raise ValueError(
             "overlap_updates=True makes each step's model updates before the environments step, so it needs "
             f"train_freq=1 (updates after every step), got train_freq={train_freq!r}"
         )
+    return overlap_updates

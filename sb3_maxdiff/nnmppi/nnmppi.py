@@ -175,8 +175,7 @@ class NNMPPI(PlanningAlgorithm):
         check_choice("action_semantics", action_semantics, ACTION_SEMANTICS)
         check_choice("warmup_actions", warmup_actions, WARMUP_ACTIONS)
         self.independent_agents = check_flag("independent_agents", independent_agents)
-        self.cuda_graph = check_flag("cuda_graph", cuda_graph)
-        self.overlap_updates = check_flag("overlap_updates", overlap_updates)
+        self.cuda_graph, self.overlap_updates = cuda_graph, overlap_updates  # checked at setup (and so at load too)
         replay_buffer_class = check_replay_buffer(buffer_size, replay_buffer_class, optimize_memory_usage)
         super().__init__(
             policy_name,
@@ -263,13 +262,14 @@ class NNMPPI(PlanningAlgorithm):
             "terminal_value": self.value_kind,
             "actor_bc_coef": self.actor_bc_coef,
         }
-        if self.cuda_graph and self.device.type != "cuda":
-            warnings.warn(f"cuda_graph=True has no effect on device {self.device}: the planner runs eagerly")
         try:
             super()._setup_model()
         finally:
             self.policy_kwargs = user_policy_kwargs
-        check_overlap_updates(self.overlap_updates, self.train_freq)
+        self.cuda_graph = self.policy.cuda_graph  # checked by the policy, which captures the graphs
+        if self.cuda_graph and self.device.type != "cuda":
+            warnings.warn(f"cuda_graph=True has no effect on device {self.device}: the planner runs eagerly")
+        self.overlap_updates = check_overlap_updates(self.overlap_updates, self.train_freq)
         if self.planner_dtype == AUTO:
             self._choose_planner_dtype()
 
