@@ -213,8 +213,8 @@ def measure_config(name: str, config: Config, args: argparse.Namespace) -> dict:
     obs_dim, action_dim = model.policy.model.obs_dim, model.policy.model.action_dim
     on_cpu = args.device == "cpu"
     baseline_model, optimizer, baseline_plan = baseline_parts(config, obs_dim, action_dim, model.policy.path_entropy)
-    single_model = model.policy.model
-    assert isinstance(single_model, DynamicsRewardModel)  # one agent: the unbatched model
+    # the multiplies' floor, over one plain model of the same shapes (the policy's is a batch of one)
+    single_model = DynamicsRewardModel(obs_dim, action_dim, config.net_arch).to(args.device)
     planner_calls: dict[str, Callable[[], object]] = {
         "plan_ms": lambda: model._sample_action(0),
         "gemm_floor_ms": gemm_floor(single_model, config.horizon, config.n_samples, args.device, bias=True),

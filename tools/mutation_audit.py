@@ -204,12 +204,7 @@ MUTANTS = [
     ),
     # independent agents: one agent taken out of a batch
     Mutant("agent_copy_first_alpha", AGENTS, "else source.alpha[index])", "else source.alpha[0])"),
-    Mutant(
-        "agent_copy_moments_swapped",
-        AGENTS,
-        'model.view(name, state["exp_avg"])[index]',
-        'model.view(name, state["exp_avg_sq"])[index]',
-    ),
+    Mutant("agent_copy_first_row", AGENTS, "else slice(index, index + 1)", "else slice(0, 1)"),
     Mutant(
         "train_starts_ignored",
         PLANNING_ALGORITHM,

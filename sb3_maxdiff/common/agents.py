@@ -138,7 +138,7 @@ class IndependentAgents(AgentLayout):
 
     @property
     def batched(self) -> int | None:
-        return self.n_agents if self.n_agents > 1 else None  # one agent alone takes the plain single-model path
+        return self.n_agents if self.n_agents > 1 else None  # one agent alone: a batch of one, as a shared model's
 
     def agent_steps(self, num_timesteps: int) -> int:
         return num_timesteps // self.n_agents
@@ -225,20 +225,15 @@ def copy_agent(source: Any, target: Any, index: int) -> None:
         target.actor_critic.load_state_dict(actor_critic.state_dict())
         for mine, theirs in zip(target.actor_critic.optimizers, actor_critic.optimizers, strict=True):
             mine.load_state_dict(theirs.state_dict())
-    model = source.model
-    if source.n_agents is None:  # one agent: the model and optimizer are already those of a single agent
-        target.model.load_state_dict(model.state_dict())
-        target.optimizer.load_state_dict(source.optimizer.state_dict())
-        return
-    target.model.load_state_dict(model.agent_state_dict(index))
-    state = source.optimizer.state.get(model.flat)
+    model, flat = source.model, source.model.flat  # a single agent is a batch of one: the same layout
+    rows = slice(None) if source.n_agents is None else slice(index, index + 1)
+    with th.no_grad():
+        target.model.flat.copy_(flat[rows])
+        if model.buffer_layout:
+            target.model.flat_buffers.copy_(model.flat_buffers[rows])
+    state = source.optimizer.state.get(flat)
     if state:  # the agent's Adam moments and step count, for continued training
-        for name, param in target.model.named_parameters():
-            target.optimizer.state[param] = {
-                "step": state["step"][index].detach().clone().to(th.float32),
-                "exp_avg": model.view(name, state["exp_avg"])[index].clone(),
-                "exp_avg_sq": model.view(name, state["exp_avg_sq"])[index].clone(),
-            }
+        target.optimizer.state[target.model.flat] = {key: value[rows].clone() for key, value in state.items()}
 
 
 def extract_agent(algorithm: Any, index: int, algo_class: type, skipped: tuple[str, ...], own_settings: dict[str, Any]) -> Any:

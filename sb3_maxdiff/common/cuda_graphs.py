@@ -183,7 +183,7 @@ def restore(
 
 class UpdateGraph:
     """
-    ``gradient_steps`` model updates of batched agents (loss, backward pass, :class:`AgentAdam` step with its
+    ``gradient_steps`` model updates of one agent or N (loss, backward pass, :class:`AgentAdam` step with its
     per-agent skip of a non-finite loss; :func:`~sb3_maxdiff.common.training.model_updates`) on a CUDA device,
     captured once for fixed shapes and replayed on each new draw. The policy captures one minibatch's update
     (``gradient_steps=1``), which ``train`` replays once per minibatch. The arithmetic is the eager updates' own; the warm-up
@@ -264,8 +264,8 @@ class GraphedUpdates(CapturedGraphs):
     """
     The CUDA graphs of one model's updates, one per replay-draw shape, captured on first use and again when
     the model's or the optimizer's storage changes (``.to``, ``optimizer.load_state_dict``). Updates run eagerly
-    (:func:`model_updates`) off CUDA, for a single shared model (its optimizer is torch's Adam, whose skip of a
-    non-finite loss reads the host), once the learning rate has changed between calls (a schedule: a graph
+    (:func:`model_updates`) off CUDA, for an optimizer other than :class:`AgentAdam` (whose skip of a non-finite loss
+    would read the host), once the learning rate has changed between calls (a schedule: a graph
     holds it as a constant; a warning says so), and where a capture fails (a warning says so).
     """
 

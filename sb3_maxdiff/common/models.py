@@ -310,21 +310,28 @@ class BatchedDynamicsRewardModel(DynamicsRewardBase):
     all. Every parameter lives in one (N, P) tensor, row i holding agent i's weights, so that nothing
     crosses between agents: agent i's outputs and gradients depend only on row i and agent i's inputs.
 
+    A single agent is a batch of one (``agent_axis=False``): its inputs and outputs have no agent axis (every leading
+    axis holds rows of the one agent, as for :class:`DynamicsRewardModel`), and it is computed, updated (with
+    :class:`~sb3_maxdiff.common.optimizers.AgentAdam`) and captured as a batch of N agents is.
+
     :param n_agents: number of agents N
     :param model_args: the arguments of each agent's :class:`DynamicsRewardModel` (obs_dim, action_dim, net_arch,
         activation_fn, init_w, reward_discount)
+    :param agent_axis: whether inputs and outputs lead with the agent axis (N); False: one agent, no agent axis
     """
 
     flat_buffers: th.Tensor  # with a terminal value: the target network's tensors, (N, Q)
 
-    def __init__(self, n_agents: int, *model_args: Any, **model_kwargs: Any):
+    def __init__(self, n_agents: int, *model_args: Any, agent_axis: bool = True, **model_kwargs: Any):
         if not (is_integer(n_agents) and n_agents >= 1):
             raise ValueError(f"n_agents must be an integer >= 1, got {n_agents!r}")
+        if not agent_axis and n_agents != 1:
+            raise ValueError(f"agent_axis=False is for one agent (a batch of one), got n_agents={n_agents}")
         # each agent initialised as a model of its own, one after the other from the torch random stream
         singles = [DynamicsRewardModel(*model_args, **model_kwargs) for _ in range(n_agents)]
         first = singles[0]
         super().__init__(first.obs_dim, first.action_dim, type(first.activation), first.reward_discount)
-        self.n_agents = n_agents
+        self.n_agents, self.agent_axis = n_agents, agent_axis
         self.agent_axes = (n_agents,)
         self.value_discount, self.value_tau = first.value_discount, first.value_tau
         self.has_value = first.has_value
@@ -338,6 +345,33 @@ class BatchedDynamicsRewardModel(DynamicsRewardBase):
             name: len(getattr(first, name)) for name in ("dynamics", "reward", "value", "value_target") if hasattr(first, name)
         }
         self._split: dict[str, th.Tensor] | None = None
+
+    # ----- one agent without an agent axis: its rows given the agent axis of a batch of one, and taken off again
+    def _one_agent(self, tensor: th.Tensor, trailing: int = 1) -> th.Tensor:
+        """A tensor of one agent's rows (..., *trailing dims) with the agent axis of a batch of one, (1, R, ...)."""
+        return tensor.reshape(1, -1, *tensor.shape[tensor.dim() - trailing :])
+
+    def forward(self, obs: th.Tensor, action: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        if self.agent_axis:
+            return super().forward(obs, action)
+        next_obs, reward = super().forward(self._one_agent(obs), self._one_agent(action))
+        return next_obs.view(obs.shape), reward.view(obs.shape[:-1])
+
+    def predict_reward(self, obs: th.Tensor, action: th.Tensor) -> th.Tensor:
+        if self.agent_axis:
+            return super().predict_reward(obs, action)
+        return super().predict_reward(self._one_agent(obs), self._one_agent(action)).view(obs.shape[:-1])
+
+    def terminal_value(self, obs: th.Tensor, target: bool = False) -> th.Tensor:
+        if self.agent_axis:
+            return super().terminal_value(obs, target)
+        return super().terminal_value(self._one_agent(obs), target).view(obs.shape[:-1])
+
+    def rollout(self, obs: th.Tensor, actions: th.Tensor, *args: Any, **kwargs: Any) -> tuple[th.Tensor, th.Tensor]:
+        if self.agent_axis:
+            return super().rollout(obs, actions, *args, **kwargs)
+        returns, visited = super().rollout(self._one_agent(obs), self._one_agent(actions, trailing=2), *args, **kwargs)
+        return returns.view(obs.shape[:-1]), visited.view(*obs.shape[:-1], *visited.shape[-2:])
 
     @staticmethod
     def _layout(tensors: dict[str, th.Tensor]) -> dict[str, tuple[int, th.Size]]:
@@ -374,6 +408,13 @@ class BatchedDynamicsRewardModel(DynamicsRewardBase):
         out of the flat parameter by one ``split`` for the whole loss, so that the backward pass gathers their
         gradients in one concatenation instead of one zero-filled (N, P) tensor per view.
         """
+        if not self.agent_axis:  # one agent's rows (..., B, d): the losses of a batch of one, as scalars
+            losses = self._agent_losses(*(None if part is None else self._one_agent(part) for part in batch))
+            total, dynamics, reward, value = losses
+            return ModelLosses(total.view(()), dynamics.view(()), reward.view(()), None if value is None else value.view(()))
+        return self._agent_losses(*batch)
+
+    def _agent_losses(self, *batch: Any) -> ModelLosses:
         sizes = [shape.numel() for _, shape in self.layout.values()]
         parts = self.flat.split(sizes, dim=1)
         self._split = {name: part.view(self.n_agents, *shape) for (name, (_, shape)), part in zip(self.layout.items(), parts)}
@@ -388,11 +429,38 @@ class BatchedDynamicsRewardModel(DynamicsRewardBase):
 
     @property
     def log_std(self) -> th.Tensor:
-        """Learned log-std of every agent, shape (N, n)."""
-        return self.view("log_std")
+        """Learned log-std of every agent, shape (N, n); (n,) for one agent without an agent axis."""
+        return self.view("log_std") if self.agent_axis else self.view("log_std")[0]
 
     def log_std_rows(self) -> th.Tensor:
-        return self.log_std.unsqueeze(-2)
+        return self.view("log_std").unsqueeze(-2)
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
+        # a file of one DynamicsRewardModel (saved before a single agent was a batch of one): its tensors in one row
+        if prefix + "flat" not in state_dict and self.n_agents == 1 and all(prefix + n in state_dict for n in self.layout):
+            state_dict[prefix + "flat"] = th.cat([state_dict.pop(prefix + name).flatten() for name in self.layout])[None]
+            if self.buffer_layout:
+                buffers = [state_dict.pop(prefix + name).flatten() for name in self.buffer_layout]
+                state_dict[prefix + "flat_buffers"] = th.cat(buffers)[None]
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def single_model_adam_state(self, saved: dict[str, Any], optimizer: th.optim.Optimizer) -> dict[str, Any]:
+        """
+        The state dict of ``optimizer`` (this one agent's AgentAdam) from that of torch's Adam over a
+        :class:`DynamicsRewardModel`'s parameters (``saved``, from a file saved before a single agent was a batch of
+        one): the moments in one row, the step count per agent, the learning rate as saved.
+        """
+        groups = optimizer.state_dict()["param_groups"]
+        groups[0]["lr"] = saved["param_groups"][0]["lr"]
+        state = saved["state"]
+        if not state:
+            return {"state": {}, "param_groups": groups}
+        flat = {
+            key: th.cat([state[index][key].flatten() for index in range(len(self.layout))])[None]
+            for key in ("exp_avg", "exp_avg_sq")
+        }
+        step = th.as_tensor(state[0]["step"], dtype=th.float32).reshape(1)
+        return {"state": {0: {"step": step, **flat}}, "param_groups": groups}
 
     def agent_state_dict(self, index: int) -> dict[str, th.Tensor]:
         """The state dict of agent ``index`` as a :class:`DynamicsRewardModel` (copies)."""

@@ -105,31 +105,21 @@ def apply_update(optimizer: th.optim.Optimizer, loss: th.Tensor, finite: th.Tens
     """
     Backward pass and optimizer step, skipped where the loss is not finite (the parameters stay as they are).
 
-    On the device, without reading the loss on the host, for :class:`AgentAdam` (a skip per agent) and for
-    fused Adam (through its ``found_inf`` input, the way torch's gradient scaler skips steps); other optimizers
-    read the finiteness on the host.
+    On the device, without reading the loss on the host, for :class:`AgentAdam` (a skip per agent; the model's
+    optimizer, one agent's too); another optimizer reads the finiteness on the host.
 
     :param optimizer: the model's optimizer
-    :param loss: the loss, or one loss per agent for :class:`AgentAdam`
-    :param finite: whether the loss is finite (per agent for :class:`AgentAdam`)
+    :param loss: the loss (one per agent for N agents)
+    :param finite: whether the loss is finite (per agent for N agents)
     :return: False when the step was skipped on the host
     """
+    optimizer.zero_grad()
     if isinstance(optimizer, AgentAdam):
-        optimizer.zero_grad()
         loss.sum().backward()
         optimizer.step(active=finite)
         return True
-    fused = isinstance(optimizer, th.optim.Adam) and bool(optimizer.defaults.get("fused"))
-    if not fused and not bool(finite):
+    if not bool(finite):
         return False
-    optimizer.zero_grad()
     loss.backward()
-    if fused:
-        optimizer.found_inf = (~finite).float()  # type: ignore[attr-defined]
-        try:
-            optimizer.step()
-        finally:
-            del optimizer.found_inf  # type: ignore[attr-defined]
-    else:
-        optimizer.step()
+    optimizer.step()
     return True

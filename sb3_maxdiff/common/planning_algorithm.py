@@ -13,6 +13,7 @@ from stable_baselines3.common.buffers import ReplayBuffer
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import ActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.save_util import load_from_zip_file
 from stable_baselines3.common.type_aliases import GymEnv, MaybeCallback
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -185,6 +186,21 @@ class PlanningAlgorithm(IndependentAgentsMixin, OffPolicyAlgorithm):
         model's setup, as at creation)."""
         kwargs.update(cuda_graph=cuda_graph, overlap_updates=overlap_updates)
         return super().load(path, env, device, *args, **kwargs)  # type: ignore[return-value]
+
+    def set_parameters(
+        self, load_path_or_dict: str | dict[str, Any], exact_match: bool = True, device: th.device | str = "auto"
+    ) -> None:
+        """SB3's; the optimizer state of a file saved before a single agent was a batch of one is put in its layout."""
+        if isinstance(load_path_or_dict, dict):
+            params: dict[str, Any] = load_path_or_dict
+        else:
+            _, params, _ = load_from_zip_file(load_path_or_dict, device=device, load_data=False)  # type: ignore[assignment]
+        saved: Any = params.get("policy.optimizer")
+        if saved is not None and len(saved["param_groups"][0]["params"]) != len(
+            self.policy.optimizer.param_groups[0]["params"]
+        ):
+            params = {**params, "policy.optimizer": self.policy.model.single_model_adam_state(saved, self.policy.optimizer)}
+        super().set_parameters(params, exact_match, device)  # type: ignore[arg-type]
 
     def _excluded_save_params(self) -> list[str]:
         # how to run (cuda_graph, overlap_updates) is chosen again at load, like the device, and planner_dtype="auto"

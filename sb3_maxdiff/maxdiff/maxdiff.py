@@ -108,7 +108,7 @@ class MaxDiffMPPI(NNMPPI):
     :param planner_dtype: dtype of the planner's rollouts: "float32", "bfloat16" (only where the hardware has bfloat16
         matrix units) or "auto" (bfloat16 where the device has them and it plans this model faster, decided at setup
         and at load; ``planner_dtype_timings`` holds the timings); training is float32
-    :param cuda_graph: on CUDA, replay the planning step, and the updates of independent agents, as captured CUDA
+    :param cuda_graph: on CUDA, replay the planning step and the model's updates (one agent's too) as captured CUDA
         graphs (the same random draws as eager); how to run, not saved: pass it to ``load`` too, like ``device``
     :param overlap_updates: make a step's model updates as soon as its actions are planned, before the environments
         step (on a GPU they then run while the host steps the environments); the same results, and a callback's

@@ -15,7 +15,7 @@ from torch import nn
 from sb3_maxdiff.common.actor_critic import ActorCritic, AgentActorCritics
 from sb3_maxdiff.common.cuda_graphs import GraphedPlanning, GraphedUpdates
 from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropySettings
-from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, DynamicsRewardModel, check_net_arch
+from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, check_net_arch
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
 from sb3_maxdiff.common.optimizers import AgentAdam
 from sb3_maxdiff.common.plan_memory import VisitedStates
@@ -35,15 +35,16 @@ _ADAM_IMPLEMENTATION_KWARGS = ("fused", "foreach", "capturable", "differentiable
 
 def agent_optimizer(optimizer_class: type[th.optim.Optimizer], optimizer_kwargs: dict[str, Any]) -> dict[str, Any]:
     """
-    The keyword arguments of :class:`AgentAdam` for the optimizer asked for with independent agents (Adam
-    only: each agent needs its own step count and a per-agent skip of non-finite losses).
+    The keyword arguments of :class:`AgentAdam`, the model's optimizer, for the optimizer asked for (Adam only: each
+    agent, one alone too, has its own step count and a skip of non-finite losses on the device).
     """
     if optimizer_class not in (th.optim.Adam, AgentAdam):
         raise ValueError(
-            f"optimizer_class must be torch.optim.Adam (or AgentAdam) with independent agents, got {optimizer_class.__name__}"
+            f"optimizer_class must be torch.optim.Adam (or AgentAdam): the model is updated by AgentAdam, got "
+            f"{optimizer_class.__name__}"
         )
     if optimizer_kwargs.get("amsgrad", False) or optimizer_kwargs.get("maximize", False):
-        raise ValueError("optimizer_kwargs: amsgrad and maximize are not supported with independent agents")
+        raise ValueError("optimizer_kwargs: amsgrad and maximize are not supported (the model is updated by AgentAdam)")
     skipped = {*_ADAM_IMPLEMENTATION_KWARGS, "amsgrad", "maximize"}
     return {key: value for key, value in optimizer_kwargs.items() if key not in skipped}
 
@@ -72,7 +73,8 @@ class MPPIPolicy(BasePolicy):
     :param net_arch: hidden layers of the dynamics and reward networks
     :param activation_fn: activation of the hidden layers
     :param optimizer_class: model optimizer
-    :param optimizer_kwargs: its keyword arguments (default: ``weight_decay=1e-4``, fused Adam)
+    :param optimizer_kwargs: its keyword arguments (default: ``weight_decay=1e-4``); the model is updated by
+        :class:`AgentAdam` with them (Adam's arithmetic, a skip of a non-finite loss on the device), one agent too
     :param reward_discount: discount of the TD-like reward target (0.95 in the paper)
     :param value_net_arch: hidden layers of the terminal value net, made where the planner scores with a terminal
         value ``"v"`` (default: ``net_arch``)
@@ -114,8 +116,7 @@ class MPPIPolicy(BasePolicy):
         normalize_images: bool = True,
     ):
         if optimizer_kwargs is None:
-            # the paper's weight decay; the fused Adam kernel saves ~70% of the optimizer time
-            optimizer_kwargs = {"weight_decay": 1e-4, "fused": optimizer_class is th.optim.Adam and n_agents is None}
+            optimizer_kwargs = {"weight_decay": 1e-4}  # the paper's weight decay
         super().__init__(
             observation_space,
             action_space,
@@ -151,16 +152,12 @@ class MPPIPolicy(BasePolicy):
         if terminal_value == "v":  # the planner scores with a terminal value: the model learns one
             value_net_arch = self.net_arch if self.value_net_arch is None else self.value_net_arch
             model_args.update(value_net_arch=value_net_arch, value_discount=value_discount, value_tau=value_tau)
-        self.model: DynamicsRewardModel | BatchedDynamicsRewardModel
-        if n_agents is None:
-            self.model = DynamicsRewardModel(obs_dim, action_dim, **model_args)
-        else:
-            self.model = BatchedDynamicsRewardModel(n_agents, obs_dim, action_dim, **model_args)
-        if n_agents is None:
-            self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
-        else:
-            kwargs = agent_optimizer(self.optimizer_class, self.optimizer_kwargs)
-            self.optimizer = AgentAdam(self.model.parameters(), lr=lr_schedule(1), **kwargs)
+        # a single agent is a batch of one: one model class, one optimizer and one update for 1 and N agents
+        self.model = BatchedDynamicsRewardModel(
+            1 if n_agents is None else n_agents, obs_dim, action_dim, agent_axis=n_agents is not None, **model_args
+        )
+        kwargs = agent_optimizer(self.optimizer_class, self.optimizer_kwargs)
+        self.optimizer = AgentAdam(self.model.parameters(), lr=lr_schedule(1), **kwargs)
         # made after the model's optimizer, which takes the model's parameters alone
         self.actor_critic: ActorCritic | AgentActorCritics | None = None
         if terminal_value == "q":

@@ -324,8 +324,8 @@ def test_cuda_graph_training_matches_eager_training(independent_agents, entropy_
     options = dict(independent_agents=independent_agents, entropy_jitter=entropy_jitter, **TINY)
     graphed, eager = train_on_cuda(True, **options), train_on_cuda(False, **options)
     assert graphed.policy._graphs.graphs  # the planner ran as a graph
-    # batched agents update through a graph too; a shared model (torch's Adam) updates eagerly
-    assert bool(graphed.policy._graphed_updates.graphs) == independent_agents and not graphed.policy._graphed_updates.eager
+    # the updates ran as graphs too: N agents' and, a batch of one, a single agent's
+    assert graphed.policy._graphed_updates.graphs and not graphed.policy._graphed_updates.eager
     np.testing.assert_allclose(graphed.replay_buffer.actions[:30], eager.replay_buffer.actions[:30], atol=1e-4)
     th.testing.assert_close(graphed.policy.model.state_dict(), eager.policy.model.state_dict(), rtol=1e-4, atol=1e-4)
 
@@ -362,6 +362,29 @@ def test_graphed_updates_made_before_the_environments_step_learn_the_same():
     np.testing.assert_array_equal(overlapped.replay_buffer.actions[:60], after.replay_buffer.actions[:60])
     for name, value in after.policy.model.state_dict().items():
         assert th.equal(overlapped.policy.model.state_dict()[name], value), name
+
+
+@needs_cuda
+def test_one_agents_update_replays_equal_eager_updates():
+    """A single agent, a batch of one without an agent axis: its updates replay from a graph as N agents' do."""
+
+    def one_agent():
+        th.manual_seed(0)
+        model = BatchedDynamicsRewardModel(1, 4, 2, [32, 32], agent_axis=False).to("cuda")
+        return model, AgentAdam(model.parameters(), lr=1e-3, weight_decay=1e-4)
+
+    graphed, eager = one_agent(), one_agent()
+    updates = GraphedUpdates()
+    for data in replay_draws("cuda"):
+        rows = [tensor[1] for tensor in data]  # agent 1's rows, no agent axis (the third draw's are NaN: a skip)
+        done = updates.run(*graphed, rows, batch_size=8, gradient_steps=3)
+        expected = model_updates(*eager, rows, batch_size=8, gradient_steps=3)
+        for update, reference in zip(done, expected):
+            assert update.losses.total.shape == () and th.equal(update.finite, reference.finite)
+            th.testing.assert_close(update.losses.total, reference.losses.total.detach(), equal_nan=True)
+        assert_same_training_state(graphed, eager, exact=False)
+    assert len(updates.graphs) == 1 and not updates.eager
+    assert eager[1].state[eager[0].flat]["step"].tolist() == [9.0]
 
 
 @needs_cuda

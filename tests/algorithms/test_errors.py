@@ -132,7 +132,7 @@ def test_non_flat_observations_are_refused_up_front():
 def test_skipped_updates_are_not_counted(monkeypatch):
     import torch as th
 
-    from sb3_maxdiff.common.models import DynamicsRewardModel, ModelLosses
+    from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, ModelLosses
 
     model = NNMPPI(POINT_MASS, learning_starts=20, batch_size=8, horizon=3, n_samples=8, policy_kwargs=dict(net_arch=[8]))
     model.learn(30)
@@ -143,7 +143,7 @@ def test_skipped_updates_are_not_counted(monkeypatch):
         nan = th.tensor(float("nan"), requires_grad=True)
         return ModelLosses(nan, nan, nan)
 
-    monkeypatch.setattr(DynamicsRewardModel, "loss", nan_loss)
+    monkeypatch.setattr(BatchedDynamicsRewardModel, "loss", nan_loss)
     with pytest.warns(UserWarning, match="Non-finite model loss"):
         model.learn(5, reset_num_timesteps=False)
     assert model._n_updates == counted

@@ -243,7 +243,7 @@ def test_agent_is_extracted_on_the_device_of_its_model(monkeypatch):
     monkeypatch.setattr(base_class, "get_device", no_auto)
     single = model.agent(1)
     assert single.device == model.device
-    assert single.policy.model.dynamics[0].weight.device == model.policy.model.flat.device
+    assert single.policy.model.flat.device == model.policy.model.flat.device
 
 
 def test_agent_extraction_keeps_weights_and_optimizer_state(tmp_path):
@@ -251,12 +251,13 @@ def test_agent_extraction_keeps_weights_and_optimizer_state(tmp_path):
     model.learn(3 * 40)
     single = model.agent(2)
     assert not single.independent_agents and single.num_timesteps == 40
-    for name, param in single.policy.model.named_parameters():
-        assert th.equal(param, model.policy.model.view(name)[2])
-        assert th.equal(
-            single.policy.optimizer.state[param]["exp_avg"],
-            model.policy.model.view(name, model.policy.optimizer.state[model.policy.model.flat]["exp_avg"])[2],
-        )
+    batch_state, single_state = (run.policy.optimizer.state[run.policy.model.flat] for run in (model, single))
+    for name in single.policy.model.layout:
+        assert th.equal(single.policy.model.view(name)[0], model.policy.model.view(name)[2])
+        for key in ("exp_avg", "exp_avg_sq"):
+            single_moment = single.policy.model.view(name, single_state[key])[0]
+            assert th.equal(single_moment, model.policy.model.view(name, batch_state[key])[2])
+    assert th.equal(single_state["step"], batch_state["step"][2:3])
     single.save(tmp_path / "agent2.zip")
     reloaded = MaxDiffMPPI.load(tmp_path / "agent2.zip", env=gym.make(POINT_MASS))
     reloaded.learn(30, reset_num_timesteps=False)
@@ -360,7 +361,7 @@ def test_cuda_run():
     actions, _ = model.predict(np.zeros((3, 4), dtype=np.float32))
     assert actions.shape == (3, 2) and np.all(np.isfinite(actions))
     single = model.agent(1)
-    assert single.policy.model.dynamics[0].weight.device.type == "cuda"
+    assert single.policy.model.flat.device.type == "cuda"
 
 
 def test_one_independent_agent_is_the_single_agent_path():
@@ -371,7 +372,9 @@ def test_one_independent_agent_is_the_single_agent_path():
         model.learn(60)
         runs.append(model)
     plain, one_agent = runs
-    assert type(one_agent.policy.model) is DynamicsRewardModel and one_agent.agent_timesteps == 60
+    # a single agent is a batch of one, with no agent axis
+    assert type(one_agent.policy.model) is BatchedDynamicsRewardModel and not one_agent.policy.model.agent_axis
+    assert one_agent.agent_timesteps == 60 and isinstance(one_agent.policy.optimizer, AgentAdam)
     for p1, p2 in zip(plain.policy.parameters(), one_agent.policy.parameters()):
         assert th.equal(p1, p2)
     single = one_agent.agent(0)

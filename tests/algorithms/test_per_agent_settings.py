@@ -195,7 +195,7 @@ def test_agents_of_a_mixed_batch_come_out_with_their_own_settings(tmp_path):
     loaded = NNMPPI.load(tmp_path / "nnmppi.zip", device="cpu")
     assert loaded.control_cost is True and loaded.policy.planner.entropy_bonus is None
     for key, value in model.policy.model.agent_state_dict(1).items():
-        assert th.equal(loaded.policy.model.state_dict()[key], value), key
+        assert th.equal(loaded.policy.model.agent_state_dict(0)[key], value), key
 
 
 def test_every_agent_taken_out_of_a_batch_plans_with_its_own_alpha():

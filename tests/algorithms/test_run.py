@@ -131,12 +131,18 @@ def test_episode_start_resets_warm_start():
     np.testing.assert_allclose(fresh, from_zero)
 
 
+def fill_dynamics(model, value: float) -> None:
+    """Every weight and bias of the model's dynamics network set to ``value`` (in its flat parameter)."""
+    with th.no_grad():
+        for name in model.policy.model.layout:
+            if name.startswith("dynamics."):
+                model.policy.model.view(name).fill_(value)
+
+
 def test_diverging_model_keeps_training():
     model = NNMPPI(POINT_MASS, seed=0, **TINY)
     model.learn(40)
-    with th.no_grad():
-        for param in model.policy.model.dynamics.parameters():
-            param.fill_(float("nan"))
+    fill_dynamics(model, float("nan"))
     with pytest.warns(UserWarning, match="non-finite"):
         model.learn(40, reset_num_timesteps=False)
     action, _ = model.predict(np.zeros(4, dtype=np.float32))
@@ -145,9 +151,7 @@ def test_diverging_model_keeps_training():
 
 def test_predict_warns_once_of_non_finite_predictions_and_returns_finite_actions():
     model = NNMPPI(POINT_MASS, seed=0, **TINY)
-    with th.no_grad():
-        for param in model.policy.model.dynamics.parameters():
-            param.fill_(float("nan"))
+    fill_dynamics(model, float("nan"))
     obs = np.zeros((2, 4), dtype=np.float32)
     with pytest.warns(UserWarning, match="non-finite"):
         actions, state = model.predict(obs)

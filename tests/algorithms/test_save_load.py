@@ -137,8 +137,10 @@ def test_models_saved_by_an_earlier_version_load_and_predict_the_same(name):
     n_agents = 3 if "3agents" in name else 1
     th.manual_seed(11)
     actions, state = model.predict(expected["obs"][:n_agents])
-    # bit for bit where the predictions were recorded; elsewhere torch's CPU kernels may round differently
-    tolerance = dict(rtol=0.0, atol=0.0) if on_recording_platform() else dict(rtol=1e-4, atol=1e-4)
+    # bit for bit where the predictions were recorded; elsewhere torch's CPU kernels may round differently, and a
+    # single model, now a batch of one, sums in the batched kernels' order
+    exact = on_recording_platform() and n_agents > 1
+    tolerance = dict(rtol=0.0, atol=0.0) if exact else dict(rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(actions, expected[f"{name}_actions"], **tolerance)
     np.testing.assert_allclose(state, expected[f"{name}_state"], **tolerance)
 

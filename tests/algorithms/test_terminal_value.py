@@ -272,7 +272,7 @@ def test_run_save_load(algo, independent_agents, tmp_path):
     np.testing.assert_array_equal(actions, loaded.predict(obs, deterministic=True)[0])
     if independent_agents:  # an agent taken out keeps its value net and target
         agent = model.agent(1)
-        for name, tensor in agent.policy.model.state_dict().items():
+        for name, tensor in agent.policy.model.agent_state_dict(0).items():
             th.testing.assert_close(tensor, model.policy.model.agent_state_dict(1)[name])
 
 

@@ -51,8 +51,9 @@ def test_sb3_calls_the_log_hook_this_package_overrides():
 
 # the SB3 methods the algorithms and the policy extend; SB3 calls them by these names
 SB3_HOOKS = {
-    "NNMPPI": ["_excluded_save_params", "_get_torch_save_params", "_sample_action", "_setup_learn", "_setup_model",
-               "_store_transition", "dump_logs", "learn", "load", "train"],
+    "NNMPPI": ["_get_torch_save_params", "_sample_action", "_setup_model", "learn", "train"],
+    "PlanningAlgorithm": ["_excluded_save_params", "_setup_learn", "_store_transition", "_wrap_env", "dump_logs", "learn",
+                          "load", "predict", "set_parameters"],
     "IndependentAgentsMixin": ["set_env"],
     "MaxDiffMPPI": ["_excluded_save_params", "_setup_model", "learn", "set_parameters"],
     "MPPIPolicy": ["_get_constructor_parameters", "_load_from_state_dict", "_predict", "forward", "predict"],
@@ -66,9 +67,10 @@ def test_the_methods_extended_are_still_sb3s():
 
     from sb3_maxdiff import NNMPPI, MaxDiffMPPI
     from sb3_maxdiff.common.agents import IndependentAgentsMixin
+    from sb3_maxdiff.common.planning_algorithm import PlanningAlgorithm
     from sb3_maxdiff.nnmppi.policies import MPPIPolicy
 
-    algorithms = [(cls, OffPolicyAlgorithm) for cls in (NNMPPI, MaxDiffMPPI, IndependentAgentsMixin)]
+    algorithms = [(cls, OffPolicyAlgorithm) for cls in (NNMPPI, PlanningAlgorithm, MaxDiffMPPI, IndependentAgentsMixin)]
     for cls, base in (*algorithms, (MPPIPolicy, BasePolicy)):
         for name in SB3_HOOKS[cls.__name__]:
             assert name in vars(cls) and hasattr(base, name), f"{cls.__name__}.{name}"

@@ -133,7 +133,7 @@ def _batch_for_evaluation(specs: list[RunSpec], out: str, options: ExecutionOpti
     for index, spec in enumerate(specs):
         path = os.path.join(out, spec.relpath, MODEL_FILE)
         agent: Any = get_algo(spec.method).load(path, device=spec.device, **options.model_kwargs(get_algo(spec.method)))
-        batch.policy.model.load_agent_state_dict(index, agent.policy.model.state_dict())
+        batch.policy.model.load_agent_state_dict(index, agent.policy.model.agent_state_dict(0))
         if batch.policy.alpha is not None:
             batch.policy.alpha[index] = 0.0 if agent.policy.alpha is None else agent.policy.alpha
     return batch
