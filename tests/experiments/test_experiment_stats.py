@@ -302,9 +302,15 @@ def test_tabulate_compares_a_method_across_settings_of_several_files(tmp_path, c
                       "nnmppi@heavy": {0: 2.0}}  # fmt: skip
     assert tabulate_main([*paths, "--steps", "1000", "--by-setting"]) == 0
     assert "| seed | MaxDiff, alpha=1 | MaxDiff, alpha=10 | MaxDiff, heavy | NN-MPPI, heavy |" in capsys.readouterr().out
-    # grouped by method alone, seed 0 of MaxDiff would mix three runs: refused, naming both files
+    # grouped by method alone, seed 0 of MaxDiff would mix three runs: refused, in one file as across two
     with pytest.raises(SystemExit):
         tabulate_main([*paths, "--steps", "1000"])
+    assert "sweep.csv holds seed 0 of MaxDiff in two settings (alpha=1, alpha=10)" in capsys.readouterr().err
+    (tmp_path / "light.csv").write_text(
+        "setting,method,seed,episode,steps,return,length,kind\nlight,maxdiff,0,0,1000,3,1000,train\n"
+    )
+    with pytest.raises(SystemExit):
+        tabulate_main([str(tmp_path / "heavy.csv"), str(tmp_path / "light.csv"), "--steps", "1000"])
     assert "seed 0 of MaxDiff is in both" in capsys.readouterr().err
     (tmp_path / "plain.csv").write_text("method,seed,steps,return\nmaxdiff,0,1000,1\n")
     with pytest.raises(ValueError, match="no setting column"):

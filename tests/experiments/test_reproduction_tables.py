@@ -905,7 +905,7 @@ def test_terminal_value_test_2_is_that_of_the_csv():
 
 def test_past_horizon_m_against_z_table_is_that_of_its_csv():
     """Arm M against arm Z on the multi-shot HalfCheetah: per-seed values, mean +/- std and both p-values."""
-    values = per_seed_values(str(REPRODUCTION / "halfcheetah_horizon_100k.csv"), [50_000, 100_000])
+    values = per_seed_values(str(REPRODUCTION / "halfcheetah_horizon_100k.csv"), [50_000, 100_000], by_setting=True)
     quantities = {
         "training return at 50k": "last episode at 50,000",
         "running max at 50k": "running max at 50,000",
@@ -916,7 +916,7 @@ def test_past_horizon_m_against_z_table_is_that_of_its_csv():
     _, rows = table_after("| | MaxDiff (M), seeds 0-4 |")
     assert [row[0] for row in rows] == list(quantities)
     for label, m_seeds, m_mean, z_seeds, z_mean, rank, welch in rows:
-        m, z = (values[quantities[label]][method] for method in ("maxdiff", "sac-zoo"))
+        m, z = (values[quantities[label]][f"{method}@halfcheetah"] for method in ("maxdiff", "sac-zoo"))
         for per_seed, shown_seeds, shown_mean in ((m, m_seeds, m_mean), (z, z_seeds, z_mean)):
             assert sorted(per_seed) == [0, 1, 2, 3, 4]
             for seed, shown in zip(range(5), shown_seeds.split(", "), strict=True):

@@ -129,7 +129,8 @@ def keep_final_models(root: str, runs: list[Run], prefix: str) -> list[str]:
     written = []
     for run in runs:
         spec = run.spec
-        name = f"{prefix}_{spec.setting}_{spec.method}" if several_settings else f"{prefix}_{spec.method}"
+        setting = spec.setting.replace(" ", "_")  # no space in a file name
+        name = f"{prefix}_{setting}_{spec.method}" if several_settings else f"{prefix}_{spec.method}"
         model = get_algo(spec.method).load(os.path.join(root, spec.relpath, MODEL_FILE), device="cpu")
         for saved in model._get_torch_save_params()[0]:  # SB3's names of what it saves: "policy.optimizer", ...
             if saved.endswith("optimizer"):

@@ -158,12 +158,22 @@ def _read_rows(
     source: dict[tuple[str, int], str],
     into: dict[tuple[str, int], list[dict[str, str]]],
 ) -> None:
-    """The rows of one file by (group, seed) into ``into``; ``source`` refuses a (group, seed) read from another file."""
+    """
+    The rows of one file by (group, seed) into ``into``; ``source`` refuses a (group, seed) read from another file, and
+    a group by method alone refuses a seed the file holds in two settings (two runs).
+    """
+    settings: dict[tuple[str, int], str] = {}
     for row in rows:
         if by_setting and not row.get("setting"):
             raise ValueError(f"{path} has no setting column: group its runs by method alone")
         group = f"{row['method']}{SETTING_SEPARATOR}{row['setting']}" if by_setting else row["method"]
         key = (group, int(row["seed"]))
+        setting = settings.setdefault(key, row.get("setting") or "")
+        if setting != (row.get("setting") or ""):
+            raise ValueError(
+                f"{path} holds seed {key[1]} of {group_label(group)} in two settings ({setting}, {row.get('setting')}): "
+                "group by setting as well (--by-setting)"
+            )
         if source.setdefault(key, path) != path:
             raise ValueError(
                 f"seed {key[1]} of {group_label(group)} is in both {source[key]} and {path}"
