@@ -203,7 +203,7 @@ MUTANTS = [
         "env_inds=np.roll(np.arange(self.n_envs), 1)[:, None]",
     ),
     # independent agents: one agent taken out of a batch
-    Mutant("agent_copy_first_alpha", AGENTS, "else source.alpha[index])", "else source.alpha[0])"),
+    Mutant("agent_copy_first_alpha", AGENTS, "            value = value[index]", "            value = value[0]"),
     Mutant("agent_copy_first_row", AGENTS, "else slice(index, index + 1)", "else slice(0, 1)"),
     Mutant(
         "train_starts_ignored",

@@ -213,27 +213,40 @@ def check_agent_env(independent_agents: bool, n_agents: int | None, n_envs: int,
         )
 
 
-def copy_agent(source: Any, target: Any, index: int) -> None:
+def agent_parameters(source: Any, index: int, names: list[str], policy_keys: set[str]) -> dict[str, dict]:
     """
-    Copy agent ``index`` of the policy ``source`` (its model weights, Adam state and path-entropy weight, and its
-    actor and critics with their optimizers' state where it has them) into the single-agent policy ``target``.
+    What ``save`` would write of agent ``index`` of the policy ``source`` as a policy of its own: SB3's parameter
+    dict (``names``: the objects the agent's algorithm saves, e.g. "policy", "policy.optimizer"), for
+    ``set_parameters``. The agent's row of the model's flat tensors and of their Adam state, its path-entropy weight,
+    and its actor and critics with their optimizers' state where it has them; of the policy's state, the
+    ``policy_keys`` the agent's policy has (an NN-MPPI agent of a MaxDiff batch has no path entropy).
     """
-    if source.alpha is not None and target.alpha is not None:
-        target.alpha.copy_(source.alpha if source.alpha.dim() == 0 else source.alpha[index])
-    if source.actor_critic is not None:
-        actor_critic = source.actor_critic if source.n_agents is None else source.actor_critic.agent(index)
-        target.actor_critic.load_state_dict(actor_critic.state_dict())
-        for mine, theirs in zip(target.actor_critic.optimizers, actor_critic.optimizers, strict=True):
-            mine.load_state_dict(theirs.state_dict())
-    model, flat = source.model, source.model.flat  # a single agent is a batch of one: the same layout
-    rows = slice(None) if source.n_agents is None else slice(index, index + 1)
-    with th.no_grad():
-        target.model.flat.copy_(flat[rows])
-        if model.buffer_layout:
-            target.model.flat_buffers.copy_(model.flat_buffers[rows])
-    state = source.optimizer.state.get(flat)
-    if state:  # the agent's Adam moments and step count, for continued training
-        target.optimizer.state[target.model.flat] = {key: value[rows].clone() for key, value in state.items()}
+    rows = slice(None) if source.n_agents is None else slice(index, index + 1)  # one agent: a batch of one already
+    own_critic = f"actor_critic.agents.{index}."
+    policy = {}
+    for key, value in source.state_dict().items():
+        if key.startswith("actor_critic.agents."):  # each agent's actor and critics
+            if not key.startswith(own_critic):
+                continue
+            key = "actor_critic." + key[len(own_critic) :]
+        elif key in ("model.flat", "model.flat_buffers"):
+            value = value[rows]
+        elif key == "entropy_bonus.alpha" and value.dim() > 0:
+            value = value[index]
+        if key in policy_keys:
+            policy[key] = value.detach().clone()
+    optimizer = source.optimizer.state_dict()
+    moments = {
+        param: {key: value[rows].clone() for key, value in state.items()} for param, state in optimizer["state"].items()
+    }
+    params: dict[str, dict] = {"policy": policy, "policy.optimizer": {**optimizer, "state": moments}}
+    actor_critic = source.actor_critic
+    if actor_critic is not None and source.n_agents is not None:
+        actor_critic = actor_critic.agent(index)
+    for name in names:
+        if name.startswith("policy.actor_critic."):
+            params[name] = copy.deepcopy(getattr(actor_critic, name.rsplit(".", 1)[1]).state_dict())
+    return params
 
 
 def extract_agent(algorithm: Any, index: int, algo_class: type, skipped: tuple[str, ...], own_settings: dict[str, Any]) -> Any:
@@ -241,8 +254,8 @@ def extract_agent(algorithm: Any, index: int, algo_class: type, skipped: tuple[s
     Agent ``index`` of an algorithm with independent agents as an algorithm of its own for one environment, made the
     way SB3's ``load`` makes a model: a bare instance of ``algo_class``, the algorithm's attributes (deep copies) with
     the agent's ``own_settings`` on top, but ``skipped``, put in its ``__dict__``, then the model set up and the
-    agent's weights, Adam state and path-entropy weight copied in. Its step count is the agent's; its settings of how
-    to run (CUDA graphs, overlapped updates) are the batch's; no random stream is touched.
+    agent's saved parameters (:func:`agent_parameters`) set as ``load`` sets a file's. Its step count is the agent's;
+    its settings of how to run (CUDA graphs, overlapped updates) are the batch's; no random stream is touched.
     """
     data = copy.deepcopy({key: value for key, value in algorithm.__dict__.items() if key not in skipped})
     # on the model's device: "auto" would put an agent of a CPU model on a GPU where one is present
@@ -254,7 +267,9 @@ def extract_agent(algorithm: Any, index: int, algo_class: type, skipped: tuple[s
     with th.random.fork_rng(devices=[]):  # the throw-away initial weights leave the torch stream as it was
         single._setup_model()
     single.seed = algorithm.seed
-    copy_agent(algorithm.policy, single.policy, index)
+    names = single._get_torch_save_params()[0]
+    params = agent_parameters(algorithm.policy, index, names, set(single.policy.state_dict()))
+    single.set_parameters(params, exact_match=True, device=algorithm.device)
     return single
 
 
