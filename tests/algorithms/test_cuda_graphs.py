@@ -53,6 +53,18 @@ def plan_sequence(plan, n_envs: int, device: str, calls: int = 4) -> list:
     return results
 
 
+def eager_and_graphed_plans(batched: bool, device: str) -> tuple[GraphedPlanning, list, list]:
+    """The same plan sequence (one agent on 2 environments, or 3 batched agents) eagerly and through the graphs."""
+    planner, model = planner_and_model(batched, device)
+    graphs = GraphedPlanning()
+    n_envs = 3 if batched else 2
+    th.manual_seed(5)
+    eager = plan_sequence(lambda o, n, r: planner.plan(model, o, n, r), n_envs, device)
+    th.manual_seed(5)
+    graphed = plan_sequence(lambda o, n, r: graphs.plan(planner, model, o, n, r), n_envs, device)
+    return graphs, eager, graphed
+
+
 def agents_and_optimizer(device: str = "cpu") -> tuple[BatchedDynamicsRewardModel, AgentAdam]:
     th.manual_seed(0)
     model = BatchedDynamicsRewardModel(3, 4, 2, [32, 32]).to(device)
@@ -173,13 +185,7 @@ def test_plan_graph_needs_a_cuda_device():
 @pytest.mark.parametrize("batched", [False, True])
 def test_graphed_planning_off_cuda_is_the_eager_planner(batched):
     """The fallback off CUDA: no graph captured, none failed, the plans those of the eager planner bit for bit."""
-    planner, model = planner_and_model(batched)
-    graphs = GraphedPlanning()
-    n_envs = 3 if batched else 2
-    th.manual_seed(5)
-    eager = plan_sequence(lambda o, n, r: planner.plan(model, o, n, r), n_envs, "cpu")
-    th.manual_seed(5)
-    graphed = plan_sequence(lambda o, n, r: graphs.plan(planner, model, o, n, r), n_envs, "cpu")
+    graphs, eager, graphed = eager_and_graphed_plans(batched, "cpu")
     assert not graphs.graphs and not graphs.failed
     for first, second in zip(eager, graphed):
         assert all(th.equal(a, b) for a, b in zip(first, second))
@@ -269,13 +275,7 @@ def test_predict_plans_with_denormals_flushed_on_a_cpu_and_puts_the_setting_back
 @pytest.mark.parametrize("batched", [False, True])
 def test_replay_equals_eager_planning(batched):
     """A replay draws the noise an eager call draws from the same generator state, so the plans agree."""
-    planner, model = planner_and_model(batched, "cuda")
-    graphs = GraphedPlanning()
-    n_envs = 3 if batched else 2
-    th.manual_seed(5)
-    eager = plan_sequence(lambda o, n, r: planner.plan(model, o, n, r), n_envs, "cuda")
-    th.manual_seed(5)
-    graphed = plan_sequence(lambda o, n, r: graphs.plan(planner, model, o, n, r), n_envs, "cuda")
+    graphs, eager, graphed = eager_and_graphed_plans(batched, "cuda")
     assert len(graphs.graphs) == 1 and not graphs.failed
     for first, second in zip(eager, graphed):
         for a, b in zip(first, second):
