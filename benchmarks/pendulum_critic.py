@@ -8,12 +8,15 @@ every arm (SAC's learning rate 1e-3 and gamma 0.99 from RL Zoo's Pendulum-v1 ent
 Each run is evaluated on 10 episodes of a fresh environment (seeded 1000 + seed), deterministically: the planner
 with its fixed sampling noise, and, for the critic arm, its actor alone as well (``predict(..., planner=False)``).
 One CSV row per (arm, seed), written as soon as the run ends (``--resume`` skips the rows already there).
+``--critic-reward-discount 0.95`` gives the critic arm the paper's TD-like reward head (the runs before the library's
+default with a terminal value became 0, the one-step reward).
 """
 
 import argparse
 import csv
 import time
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -24,18 +27,21 @@ from sb3_maxdiff import NNMPPI
 
 ENV_ID = "Pendulum-v1"
 ARMS = ("sac", "planner", "planner-q")
-COMMON = dict(learning_rate=1e-3, batch_size=256, gradient_steps=1, gamma=0.99, learning_starts=256)
-PLANNER = dict(horizon=2, n_samples=500)
+COMMON: dict[str, Any] = dict(learning_rate=1e-3, batch_size=256, gradient_steps=1, gamma=0.99, learning_starts=256)
+PLANNER: dict[str, Any] = dict(horizon=2, n_samples=500)
 EVAL_EPISODES = 10
 FIELDS = ("arm", "seed", "steps", "eval_return", "eval_std", "actor_eval_return", "actor_eval_std", "seconds")
 
 
-def make(arm: str, seed: int) -> SAC | NNMPPI:
-    """The arm's algorithm on a fresh Pendulum-v1."""
+def make(arm: str, seed: int, critic_reward_discount: float | None = None) -> SAC | NNMPPI:
+    """The arm's algorithm on a fresh Pendulum-v1 (the critic arm's reward head with ``critic_reward_discount``; None:
+    the library's default)."""
     if arm == "sac":
         return SAC("MlpPolicy", ENV_ID, seed=seed, device="cpu", **COMMON)  # type: ignore[arg-type]
-    value = "q" if arm == "planner-q" else False
-    return NNMPPI(ENV_ID, terminal_value=value, seed=seed, device="cpu", **PLANNER, **COMMON)  # type: ignore[arg-type]
+    if arm == "planner":
+        return NNMPPI(ENV_ID, seed=seed, device="cpu", **PLANNER, **COMMON)  # type: ignore[arg-type]
+    policy_kwargs = {} if critic_reward_discount is None else {"reward_discount": critic_reward_discount}
+    return NNMPPI(ENV_ID, terminal_value="q", policy_kwargs=policy_kwargs, seed=seed, device="cpu", **PLANNER, **COMMON)
 
 
 def evaluate(model: SAC | NNMPPI, seed: int, episodes: int, planner: bool = True) -> tuple[float, float]:
@@ -55,9 +61,11 @@ def evaluate(model: SAC | NNMPPI, seed: int, episodes: int, planner: bool = True
     return float(np.mean(returns)), float(np.std(returns))
 
 
-def run(arm: str, seed: int, steps: int, episodes: int = EVAL_EPISODES) -> dict[str, object]:
+def run(
+    arm: str, seed: int, steps: int, episodes: int = EVAL_EPISODES, critic_reward_discount: float | None = None
+) -> dict[str, object]:
     start = time.perf_counter()
-    model = make(arm, seed)
+    model = make(arm, seed, critic_reward_discount)
     model.learn(steps)
     seconds = time.perf_counter() - start
     mean, std = evaluate(model, seed, episodes)
@@ -77,6 +85,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("pendulum_critic.csv"), help="the per-seed CSV")
     parser.add_argument("--eval-episodes", type=int, default=EVAL_EPISODES, help="evaluation episodes of each run")
     parser.add_argument("--resume", action="store_true", help="keep the rows of --out and run only the missing ones")
+    parser.add_argument(
+        "--critic-reward-discount", type=float, default=None, help="the critic arm's reward_discount (default: the library's)"
+    )
     args = parser.parse_args()
     th.set_num_threads(1)
     done: set[tuple[str, int]] = set()
@@ -90,7 +101,7 @@ def main() -> None:
         for arm in args.arms:
             if (arm, seed) in done:
                 continue
-            row = run(arm, seed, args.steps, args.eval_episodes)
+            row = run(arm, seed, args.steps, args.eval_episodes, args.critic_reward_discount)
             print(row, flush=True)
             with args.out.open("a", newline="") as file:
                 csv.DictWriter(file, FIELDS).writerow(row)

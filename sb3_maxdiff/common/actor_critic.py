@@ -48,11 +48,12 @@ class ActorCriticLosses(NamedTuple):
 
 def _finite_rows(*parts: th.Tensor) -> tuple[list[th.Tensor], th.Tensor]:
     """The parts (B, d_i) with every row that has a non-finite entry zeroed, and each row's weight (B, 1) in a mean
-    over the finite rows (NaN where none is finite), without a host sync."""
+    over the finite rows, without a host sync (all zero where no row is finite: the update's gradients are then zero,
+    and its parameters stay finite)."""
     batch = th.cat(parts, dim=-1)
     valid = th.isfinite(batch).all(dim=-1, keepdim=True)
     batch = th.where(valid, batch, th.zeros((), dtype=batch.dtype, device=batch.device))
-    weights = valid.to(batch.dtype) / valid.sum()
+    weights = valid.to(batch.dtype) / valid.sum().clamp(min=1)
     return list(batch.split([part.shape[-1] for part in parts], dim=-1)), weights
 
 

@@ -63,6 +63,10 @@ def frozen_copy(layers: nn.ModuleList) -> nn.ModuleList:
     return copies
 
 
+# the paper's discount of the TD-like reward target: the "reward" head then predicts about r / (1 - 0.95)
+PUBLISHED_REWARD_DISCOUNT = 0.95
+
+
 # ----- models ------------------------------------------------------------------------------------
 class DynamicsRewardBase(nn.Module):
     """
@@ -207,7 +211,7 @@ class DynamicsRewardBase(nn.Module):
         """
         Model loss on a replay batch (rows on the second-to-last axis; a leading agent axis for batched agents):
         Gaussian NLL of ``s'`` (mean over batch and dims) plus half the TD-like reward loss
-        ``mean((r + 0.95 * mask * r_hat(s', a') - r_hat(s, a))^2)``, with the target detached; with a value net,
+        ``mean((r + reward_discount * mask * r_hat(s', a') - r_hat(s, a))^2)``, with the target detached; with a value net,
         plus half the value's TD loss ``mean((r + gamma * (1 - done) * V_target(s') - V(s))^2)``.
         Rows with a non-finite entry (e.g. a NaN observation from the env) are left out of the means,
         without a host sync; a batch with no finite row gives a NaN loss.
@@ -275,7 +279,7 @@ class DynamicsRewardModel(DynamicsRewardBase):
         net_arch: list[int] | None = None,
         activation_fn: type[nn.Module] = nn.ReLU,
         init_w: float = 3e-3,
-        reward_discount: float = 0.95,
+        reward_discount: float = PUBLISHED_REWARD_DISCOUNT,
         value_net_arch: list[int] | None = None,
         value_discount: float = 0.99,
         value_tau: float = 0.005,

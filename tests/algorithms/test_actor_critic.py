@@ -101,6 +101,17 @@ def test_non_finite_rows_are_left_out_of_the_losses(monkeypatch):
         th.testing.assert_close(poisoned.state_dict()[name], tensor)
 
 
+def test_a_minibatch_without_a_finite_row_leaves_every_parameter_finite():
+    th.manual_seed(0)
+    actor_critic = ActorCritic(BOX1, ACTION1, ConstantSchedule(1e-3), net_arch=[8])
+    obs = th.full((4, 1), math.nan)
+    for _ in range(2):  # a second step, where Adam's state holds the first one's
+        losses = actor_critic.loss_step(obs, obs, obs, obs, th.zeros(4, 1))
+    assert all(bool(th.isfinite(value).all()) for value in losses)
+    assert all(bool(th.isfinite(tensor).all()) for tensor in actor_critic.state_dict().values())
+    assert all(bool(th.isfinite(v).all()) for o in actor_critic.optimizers for s in o.state.values() for v in s.values())
+
+
 class ConstantModel(th.nn.Module):
     """s' = s + a, reward 0.5 everywhere."""
 
@@ -133,6 +144,56 @@ def test_a_path_scores_its_discounted_rewards_plus_the_discounted_critic(fused):
     settings = PlannerSettings(horizon=horizon, n_samples=8, control_cost=False, value_discount=gamma, prior_samples=2)
     result = MPPIPlanner(1, settings, prior=critic).plan(model, th.zeros(2, 1), th.zeros(2, horizon, 1))
     th.testing.assert_close(result.stat("predicted_return"), th.full((2,), expected))
+
+
+def fitted_reward_head(reward_discount: float, steps: int = 600) -> DynamicsRewardModel:
+    """A model whose reward head learned, by its TD-like target, a world that pays 1 at every step of an endless
+    episode (every row bootstraps)."""
+    th.manual_seed(0)
+    model = DynamicsRewardModel(1, 1, [16], reward_discount=reward_discount)
+    optimizer = th.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(steps):
+        obs, actions, next_actions = th.rand(64, 1) * 4 - 2, th.rand(64, 1) * 2 - 1, th.rand(64, 1) * 2 - 1
+        losses = model.loss(obs, actions, obs, next_actions, th.ones(64, 1), th.ones(64, 1))
+        optimizer.zero_grad()
+        losses.reward.backward()
+        optimizer.step()
+    return model
+
+
+def test_with_a_terminal_value_a_path_scores_the_discounted_return_at_every_horizon():
+    """
+    A world that pays 1 per step has the discounted return 1 / (1 - gamma) from every state. With a terminal value
+    the reward head learns the one-step reward (its default discount 0), so with the critic at that return a path
+    scores it whatever the horizon; with the paper's 0.95 the head learns 1 / (1 - 0.95) = 20 per step and the score
+    grows with the horizon (from 28 at H = 1 to 192 at H = 20 here).
+    """
+    gamma = 0.9
+    value = 1.0 / (1.0 - gamma)
+    critic = constant_critic(value)
+    plain = NNMPPI(POINT_MASS, policy_kwargs={"net_arch": [16]}, **SMALL)
+    with_critic = NNMPPI(POINT_MASS, terminal_value="q", policy_kwargs={"net_arch": [16]}, **SMALL)
+    assert plain.policy.reward_discount == 0.95 and with_critic.policy.reward_discount == 0.0
+    for reward_discount, per_step in ((0.0, 1.0), (0.95, 20.0)):
+        model = fitted_reward_head(reward_discount)
+        states = th.rand(8, 1) * 4 - 2
+        th.testing.assert_close(model.predict_reward(states, th.rand(8, 1)), th.full((8,), per_step), rtol=0.02, atol=0)
+        scores = {
+            horizon: rollout(
+                model, th.zeros(1, 4, 1), th.zeros(1, 4, horizon, 1), 2.0, value_discount=gamma, terminal=critic.value
+            )[0]
+            for horizon in (1, 5, 20)
+        }
+        for horizon, score in scores.items():
+            expected = per_step * (1 - gamma**horizon) / (1 - gamma) + gamma**horizon * value
+            th.testing.assert_close(score, th.full((1, 4), expected), rtol=0.02, atol=0)
+
+
+def test_the_reward_discount_is_checked():
+    with pytest.raises(ValueError, match=r"reward_discount must be a number in \[0, 1\), got 1.0"):
+        NNMPPI(POINT_MASS, policy_kwargs={"reward_discount": 1.0}, **SMALL)
+    kept = NNMPPI(POINT_MASS, terminal_value="q", policy_kwargs={"net_arch": [16], "reward_discount": 0.95}, **SMALL)
+    assert kept.policy.reward_discount == 0.95 and kept.policy.model.reward_discount == 0.95
 
 
 def test_the_prior_proposes_its_rollouts_and_seeds_the_nominal_at_an_episode_start():

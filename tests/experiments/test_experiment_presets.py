@@ -101,8 +101,11 @@ def test_past_horizon_runs_the_published_halfcheetah_beside_rl_zoos_sac():
     assert published["horizon"] == 10 and published["alpha"] == 5.0
     assert cell_kwargs(cells[("halfcheetah", "sac-zoo")], paper) == {"learning_starts": 10_000}
     # the critic arms: the published cells with terminal_value="q" (and, for the swimmer, the 10-step horizon and the
-    # diagonal jitter of the terminal-value preset's value arm), with the YAML's discount
-    assert cell_kwargs(cells[("halfcheetah critic", "maxdiff")], paper) == {**published, "terminal_value": "q"}
+    # diagonal jitter of the terminal-value preset's value arm), with the YAML's discount; the reward head keeps the
+    # published TD-like discount, as those runs had it, beside the YAML's networks
+    kept = {"policy_kwargs": {**published["policy_kwargs"], "reward_discount": 0.95}}
+    assert kept["policy_kwargs"]["net_arch"] == [200, 200]
+    assert cell_kwargs(cells[("halfcheetah critic", "maxdiff")], paper) == {**published, "terminal_value": "q", **kept}
     swimmer = cell_kwargs(cells[("swimmer critic", "maxdiff")], paper)
     value_arm = cell_kwargs(_cells("terminal-value")[("H=10 value", "maxdiff")], paper)
     assert swimmer == {**value_arm, "terminal_value": "q", "gamma": 0.999}

@@ -114,7 +114,7 @@ class Cell:
     :param setting: the experimental condition, e.g. ``"beta=0.01"``
     :param method: ``"maxdiff"``, ``"nnmppi"``, ``"sac"``, ``"sac-zoo"`` or ``"maxdiff-auto"``
     :param env_id: training environment
-    :param overrides: algorithm keyword arguments on top of the published ones
+    :param overrides: algorithm keyword arguments on top of the published ones (``policy_kwargs`` key by key)
     :param single_shot: one never-reset episode for the whole run
     :param eval_env_ids: environments the final policy is evaluated on (multi-shot); default ``env_id``
     :param family: which of a budget's step counts applies (``"point-mass"`` or ``"mujoco"``)
@@ -261,11 +261,14 @@ _SINGLE_SHOT_DISTANCE = {
 _SINGLE_SHOT_SWIMMER_PLANNER = {"n_samples": 1000, "gradient_steps": 10}
 _SINGLE_SHOT_SWIMMER_MAXDIFF = {"alpha": 50.0, "window": True}
 # the short-horizon planner with a learned terminal value (not in the paper): TD-MPC's discount for 1000-step episodes
-TERMINAL_VALUE_PLANNER = {"horizon": 10, "terminal_value": True, "gamma": 0.99}
+# (runs of 2026-12-03): the reward head keeps the published TD-like discount 0.95, as those runs had it; the library's
+# default with a terminal value is now 0
+TERMINAL_VALUE_PLANNER = {"horizon": 10, "terminal_value": True, "gamma": 0.99, "policy_kwargs": {"reward_discount": 0.95}}
 # the planner with an actor-critic (not in the paper): the critic's Q(s_H, pi(s_H)) ends each path, the actor proposes
 # 5% of the samples, SAC's 256x256 networks, no pull toward the planner; the discount is the YAML's (0.999 for the
-# Swimmers, RL Zoo's, and 0.99 elsewhere)
-CRITIC_PLANNER = {"terminal_value": "q"}
+# Swimmers, RL Zoo's, and 0.99 elsewhere); the reward head keeps the published 0.95, as the runs fixed on 2026-12-07 had
+# it (the library's default with a terminal value is now 0)
+CRITIC_PLANNER = {"terminal_value": "q", "policy_kwargs": {"reward_discount": 0.95}}
 
 
 def _final_table(numbers: Mapping[str, PublishedFinals], setting_format: str) -> dict[tuple[str, str], PublishedFinal]:
@@ -465,9 +468,17 @@ def published_kwargs(method: str, env_id: str) -> dict[str, Any]:
     return entry
 
 
+def with_overrides(kwargs: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with ``overrides`` on top, ``policy_kwargs`` key by key."""
+    merged = {**kwargs, **overrides}
+    if "policy_kwargs" in overrides and "policy_kwargs" in kwargs:
+        merged["policy_kwargs"] = {**kwargs["policy_kwargs"], **overrides["policy_kwargs"]}
+    return merged
+
+
 def cell_kwargs(cell: Cell, budget: Budget) -> dict[str, Any]:
     """Everything the algorithm of ``cell`` is built with under ``budget``."""
-    kwargs = {**published_kwargs(cell.method, cell.env_id), **cell.overrides}
+    kwargs = with_overrides(published_kwargs(cell.method, cell.env_id), cell.overrides)
     if budget.shrink:
-        kwargs.update(SMOKE_SAC if cell.method in ("sac", SAC_ZOO) else SMOKE_MPPI)
+        kwargs.update(SMOKE_SAC if cell.method in ("sac", SAC_ZOO) else SMOKE_MPPI)  # its tiny networks, whole
     return kwargs
