@@ -237,6 +237,21 @@ def test_tabulate_reads_a_resumed_runs_episode_ends_from_its_exported_steps(tmp_
     assert [values[f"last episode at {at:,}"]["a"][0] for at in (5999, 6000, 6600, 7000)] == [-105.0, -106.0, -106.0, -107.0]
 
 
+def test_tabulate_reads_the_evaluation_of_the_planner_and_of_the_actor_alone(tmp_path):
+    """A run with an actor-critic exports its actor's evaluation episodes apart (kind "actor eval")."""
+    from sb3_maxdiff.experiments.analyse.tables import per_seed_values, tabulate
+
+    rows = ["method,seed,episode,steps,return,length,full_length,kind", "a,0,0,1000,-5,1000,1,train"]
+    rows += ["a,0,0,,10,1000,1,eval", "a,0,1,,20,1000,1,eval", "a,0,0,,-3,1000,1,actor eval", "a,0,1,,-1,1000,1,actor eval"]
+    rows += ["b,0,0,1000,-7,1000,1,train", "b,0,0,,4,1000,1,eval"]
+    path = tmp_path / "episodes.csv"
+    path.write_text("\n".join(rows) + "\n")
+    values = per_seed_values(str(path), [1000])
+    assert values["final evaluation (mean per seed)"] == {"a": {0: 15.0}, "b": {0: 4.0}}
+    assert values["actor evaluation (mean per seed)"] == {"a": {0: -2.0}}
+    assert "### actor evaluation (mean per seed)" in "\n".join(tabulate(str(path), [1000]))
+
+
 def test_mann_whitney_exact_two_sided():
     # U = 0 with 3 against 3: two of the 20 equally likely rank splits are as extreme, p = 0.1
     assert mann_whitney_pvalue([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(0.1)

@@ -47,6 +47,10 @@ def _full_length(rows: list[dict[str, str]], lengths: np.ndarray, full_length: i
     return lengths >= (DEFAULT_FULL_LENGTH if full_length is None else full_length)
 
 
+# the quantity of each kind of evaluation episode: the final policy's, and an actor-critic run's actor alone
+EVALUATION_QUANTITIES = {"eval": "final evaluation (mean per seed)", "actor eval": "actor evaluation (mean per seed)"}
+
+
 def per_seed_values(
     paths: str | Sequence[str],
     steps: list[int],
@@ -62,7 +66,8 @@ def per_seed_values(
     method, or with ``by_setting`` a method in one setting (``"maxdiff@alpha=10"``; see :func:`group_label`). A (group, seed)
     found in two files is refused (the files would mix two runs), as is a file given twice (its runs would count twice).
     With ``window``, also the mean return of the last ``window`` training episodes finished by each step count (the
-    paper's training curves read that way, over 5). A file that ``transfer --csv`` wrote gives, per environment it
+    paper's training curves read that way, over 5). Evaluation episodes give "final evaluation (mean per seed)",
+    and those of a run's actor alone (kind ``actor eval``) "actor evaluation (mean per seed)". A file that ``transfer --csv`` wrote gives, per environment it
     evaluated on, "evaluation on <env> (mean per seed)" for each (algorithm, seed); a file of single-shot windows
     (``export`` of single-shot runs) gives the return of the last window finished by each step count and the distance
     travelled along x by then.
@@ -70,7 +75,7 @@ def per_seed_values(
     if window is not None and window < 1:
         raise ValueError(f"window must be a positive number of episodes, got {window}")
     episodes: dict[tuple[str, int], list[dict[str, str]]] = defaultdict(list)
-    evaluations: dict[tuple[str, int], list[float]] = defaultdict(list)
+    evaluations: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(dict)
     transferred: dict[str, dict[tuple[str, int], list[float]]] = defaultdict(lambda: defaultdict(list))
     windows: dict[tuple[str, int], list[dict[str, str]]] = defaultdict(list)
     source: dict[tuple[str, int], str] = {}
@@ -91,8 +96,8 @@ def per_seed_values(
     values: dict[str, dict[str, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     for (method, seed), rows in episodes.items():
         returns, diagnostics = _training_values(rows, steps, full_length, window)
-        if evaluations.get((method, seed)):
-            returns["final evaluation (mean per seed)"] = float(np.mean(evaluations[(method, seed)]))
+        for kind, kind_returns in evaluations.get((method, seed), {}).items():
+            returns[EVALUATION_QUANTITIES[kind]] = float(np.mean(kind_returns))
         for quantity, value in {**returns, **diagnostics}.items():
             values[quantity][method][seed] = value
     for env_id, by_key in transferred.items():
@@ -130,10 +135,11 @@ def _read_episode_rows(
     by_setting: bool,
     source: dict[tuple[str, int], str],
     episodes: dict[tuple[str, int], list[dict[str, str]]],
-    evaluations: dict[tuple[str, int], list[float]],
+    evaluations: dict[tuple[str, int], dict[str, list[float]]],
 ) -> None:
-    """The training rows and evaluation returns of an episode file, by (group, seed); ``source`` refuses a (group,
-    seed) already read from another file."""
+    """The training rows and evaluation returns (by kind: ``eval``, and ``actor eval`` for the actor alone of a run
+    with an actor-critic) of an episode file, by (group, seed); ``source`` refuses a (group, seed) already read from
+    another file."""
     missing = [name for name in ("method", "seed", "return") if name not in (reader.fieldnames or [])]
     if missing or not {"length", "steps"} & set(reader.fieldnames or []):
         raise ValueError(
@@ -147,8 +153,8 @@ def _read_episode_rows(
         for row in rows:
             if row.get("kind", "train") == "train":
                 episodes[key].append(row)
-            elif row["kind"] == "eval":
-                evaluations[key].append(float(row["return"]))
+            elif row["kind"] in EVALUATION_QUANTITIES:
+                evaluations[key].setdefault(row["kind"], []).append(float(row["return"]))
 
 
 def _read_rows(
