@@ -67,8 +67,9 @@ def per_seed_values(
     found in two files is refused (the files would mix two runs), as is a file given twice (its runs would count twice).
     With ``window``, also the mean return of the last ``window`` training episodes finished by each step count (the
     paper's training curves read that way, over 5). Evaluation episodes give "final evaluation (mean per seed)",
-    and those of a run's actor alone (kind ``actor eval``) "actor evaluation (mean per seed)". A file that ``transfer --csv`` wrote gives, per environment it
-    evaluated on, "evaluation on <env> (mean per seed)" for each (algorithm, seed); a file of single-shot windows
+    and those of a run's actor alone (kind ``actor eval``) "actor evaluation (mean per seed)". A file that
+    ``transfer --csv`` wrote gives, per environment it evaluated on, "evaluation on <env> (mean per seed)" for each
+    (algorithm, seed); a file of single-shot windows
     (``export`` of single-shot runs) gives the return of the last window finished by each step count and the distance
     travelled along x by then.
     """
