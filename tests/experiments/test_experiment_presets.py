@@ -109,6 +109,11 @@ def test_past_horizon_runs_the_published_halfcheetah_beside_rl_zoos_sac():
     swimmer = cell_kwargs(cells[("swimmer critic", "maxdiff")], paper)
     value_arm = cell_kwargs(_cells("terminal-value")[("H=10 value", "maxdiff")], paper)
     assert swimmer == {**value_arm, "terminal_value": "q", "gamma": 0.999}
+    # the same arms with the library's one-step reward head: no reward_discount, the YAML's networks
+    for setting in ("halfcheetah", "swimmer"):
+        one_step = cell_kwargs(cells[(f"{setting} critic one-step", "maxdiff")], paper)
+        pinned = cell_kwargs(cells[(f"{setting} critic", "maxdiff")], paper)
+        assert one_step == {**pinned, "policy_kwargs": {"net_arch": [200, 200]}}
     assert "gamma" not in published  # 0.99, the default
 
 
