@@ -332,14 +332,12 @@ class MPPIPlanner:
         generator: th.Generator | None = None,
     ) -> tuple[th.Tensor, th.Tensor]:
         """
-        The score of each sample: its predicted return, minus the control term where it is on (NN-MPPI; the Gaussian
-        samples only, not the prior's paths, which were not drawn from that noise), plus
+        The score of each sample: its predicted return, minus the control term where it is on (NN-MPPI), plus
         ``alpha`` times its path entropy (MaxDiff). Where independent agents have their own control-cost flag and
         alpha, each agent's samples are scored by its own: an agent with the flag on and alpha 0 as NN-MPPI's.
 
         :param returns: predicted returns, shape (E, K)
-        :param noise: the smoothed noise of each sample (around the nominal; the prior's paths are the last
-            ``settings.prior_samples``), shape (E, K, H, m)
+        :param noise: the smoothed noise of each sample (around the nominal), shape (E, K, H, m)
         :param states: the predicted states, shape (E, K, H, n)
         :param history: states each environment visited before, shape (E, W, n), that the path entropy takes in
             ahead of each sample's predicted states (see :meth:`EntropyBonus.forward`); None: the predicted ones alone
@@ -350,9 +348,6 @@ class MPPIPlanner:
         settings, scores = self.settings, returns
         if settings.control_cost:  # True, or a non-empty tuple of per-agent flags
             control = 0.5 * settings.temperature * (noise**2).sum(dim=(-2, -1)) / settings.noise_std**2
-            if settings.prior_samples > 0:  # a log-density of the Gaussian noise: the prior's paths (last) were not drawn
-                n_drawn = noise.shape[-3] - settings.prior_samples
-                control = control * (th.arange(noise.shape[-3], device=noise.device) < n_drawn).to(control.dtype)
             if settings.per_agent_control_cost:
                 control = settings.control_cost_mask(returns.device, scores.dtype) * control
             scores = scores - control

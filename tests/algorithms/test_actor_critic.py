@@ -196,19 +196,6 @@ def test_the_reward_discount_is_checked():
     assert kept.policy.reward_discount == 0.95 and kept.policy.model.reward_discount == 0.95
 
 
-def test_the_control_term_scores_the_drawn_samples_and_not_the_priors_paths():
-    """NN-MPPI's control term is the log-density of the Gaussian noise: the prior's paths (the last samples) were not
-    drawn from it, and a path of the actor far from the nominal is not penalised for that."""
-    temperature, noise_std, horizon = 0.5, 0.3, 4
-    settings = PlannerSettings(
-        horizon=horizon, n_samples=6, temperature=temperature, noise_std=noise_std, value_discount=0.9, prior_samples=2
-    )
-    planner = MPPIPlanner(1, settings, prior=constant_critic(0.0))
-    scores, _ = planner.scores(th.zeros(2, 6), th.ones(2, 6, horizon, 1), th.zeros(2, 6, horizon, 1))
-    drawn = -0.5 * temperature * horizon / noise_std**2
-    th.testing.assert_close(scores, th.tensor([[drawn] * 4 + [0.0] * 2] * 2))
-
-
 def test_the_prior_proposes_its_rollouts_and_seeds_the_nominal_at_an_episode_start():
     critic = constant_critic(0.0, mean_action=0.6)
     paths = prior_paths(critic, ConstantModel(), th.zeros(3, 1), 4, 5, 1e6)
