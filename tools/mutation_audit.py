@@ -63,6 +63,7 @@ CHECKPOINTS = "sb3_maxdiff/experiments/run/checkpoints.py"
 CALLBACKS = "sb3_maxdiff/common/callbacks.py"
 PRECISION = "sb3_maxdiff/common/precision.py"
 SINGLE_SHOT_COMMAND = "sb3_maxdiff/experiments/commands/single_shot_command.py"
+ACTOR_CRITIC = "sb3_maxdiff/common/actor_critic.py"
 
 
 class Mutant(NamedTuple):
@@ -398,8 +399,8 @@ MUTANTS = [
     Mutant("a_file_given_twice_counts_twice", TABLES, "    if repeated:\n", "    if False:\n"),
     Mutant("a_seed_in_two_files_is_mixed", TABLES, "if source.setdefault(key, path) != path:",
            "if source.setdefault(key, path) != path and False:"),
-    Mutant("evaluation_median_not_mean", TABLES, "float(np.mean(evaluations[(method, seed)]))",
-           "float(np.median(evaluations[(method, seed)]))"),
+    Mutant("evaluation_median_not_mean", TABLES, "returns[EVALUATION_QUANTITIES[kind]] = float(np.mean(kind_returns))",
+           "returns[EVALUATION_QUANTITIES[kind]] = float(np.median(kind_returns))"),
     Mutant("return_so_far_is_last_window", TABLES, '"return so far": np.cumsum(window_returns)',
            '"return so far": window_returns'),
     Mutant("merge_keeps_stale_rows", EPISODES, "if _run_key(row) not in exported]", "]"),
@@ -411,6 +412,12 @@ MUTANTS = [
            'kind = name'),
     Mutant("kept_model_never_rewritten", EPISODES, "if os.path.exists(path) and _same_saved_model(path, fresh):",
            "if os.path.exists(path):"),
+    # the reward head with a terminal value, and the actor-critic's finite rows
+    Mutant("reward_head_published_with_a_value", MODELS, "PUBLISHED_REWARD_DISCOUNT if terminal_value is None else 0.0",
+           "PUBLISHED_REWARD_DISCOUNT"),
+    Mutant("older_file_takes_the_new_default", PLANNING_ALGORITHM,
+           'kwargs["reward_discount"] = PUBLISHED_REWARD_DISCOUNT', "pass"),
+    Mutant("no_finite_row_gives_nan", ACTOR_CRITIC, "valid.sum().clamp(min=1)", "valid.sum()"),
 ]  # fmt: skip
 
 # the tests that check what is computed, fastest first (the library's about 6 minutes on 2 cores when no mutant is

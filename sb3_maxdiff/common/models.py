@@ -9,7 +9,7 @@ import torch as th
 from torch import nn
 
 from sb3_maxdiff.common.fused_rollout import LayerParams, affine, fused_rollout, transposed
-from sb3_maxdiff.common.utils import check_fraction, is_integer
+from sb3_maxdiff.common.utils import check_fraction, is_integer, is_real
 
 LOG_STD_MIN, LOG_STD_MAX = -10.0, 2.0
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -67,6 +67,20 @@ def frozen_copy(layers: nn.ModuleList) -> nn.ModuleList:
 PUBLISHED_REWARD_DISCOUNT = 0.95
 
 
+def reward_head_discount(reward_discount: Any, terminal_value: str | None) -> float:
+    """
+    The discount of the reward head's TD-like target, checked (an error names ``reward_discount``). None: the paper's
+    0.95 without a terminal value; 0 with one, so that the head predicts the one-step reward and a path scores
+    ``sum_t gamma^t r_t + gamma^H value(s_H)`` on the value's own scale (with 0.95 the head predicts about
+    ``r / (1 - 0.95)``, twenty times the reward the value is learned on, and counts the future twice).
+    """
+    if reward_discount is None:
+        reward_discount = PUBLISHED_REWARD_DISCOUNT if terminal_value is None else 0.0
+    if not (is_real(reward_discount) and 0.0 <= reward_discount < 1.0):
+        raise ValueError(f"reward_discount must be a number in [0, 1), got {reward_discount!r}")
+    return float(reward_discount)
+
+
 # ----- models ------------------------------------------------------------------------------------
 class DynamicsRewardBase(nn.Module):
     """
@@ -78,7 +92,7 @@ class DynamicsRewardBase(nn.Module):
     :param obs_dim: size of the flat observation
     :param action_dim: size of the action
     :param activation_fn: hidden activation
-    :param reward_discount: discount of the TD-like reward target (0.95 in the paper)
+    :param reward_discount: discount of the TD-like reward target (see :func:`reward_head_discount`)
     :param value_discount: discount ``gamma`` of the terminal value's TD target (used only with a value net)
     :param value_tau: step of the value's target network toward the value net after each update (Polyak averaging)
 
@@ -266,7 +280,8 @@ class DynamicsRewardModel(DynamicsRewardBase):
     :param net_arch: hidden layer sizes of both networks
     :param activation_fn: hidden activation
     :param init_w: output layers are initialised uniformly in [-init_w, init_w]
-    :param reward_discount: discount of the TD-like reward target (0.95 in the paper)
+    :param reward_discount: discount of the TD-like reward target (the paper's 0.95 here; the policy passes 0 with a
+        terminal value, see :func:`reward_head_discount`)
     :param value_net_arch: hidden layer sizes of a terminal value net ``V(s)`` (None: no value net, as published)
     :param value_discount: discount ``gamma`` of the value's TD target
     :param value_tau: step of the value's target network toward the value net after each update

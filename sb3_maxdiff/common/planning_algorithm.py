@@ -19,12 +19,13 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from sb3_maxdiff.common.agents import IndependentAgentsMixin
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer
+from sb3_maxdiff.common.models import PUBLISHED_REWARD_DISCOUNT
 from sb3_maxdiff.common.mppi import PlannerSettings
 from sb3_maxdiff.common.plan_memory import PlanCarry
 from sb3_maxdiff.common.precision import AUTO
 from sb3_maxdiff.common.training import UpdatesAhead
 from sb3_maxdiff.common.training_stats import TrainingStats
-from sb3_maxdiff.common.utils import check_spaces, flushing_denormals
+from sb3_maxdiff.common.utils import check_spaces, flushing_denormals, saved_data_keys
 
 SelfPlanningAlgorithm = TypeVar("SelfPlanningAlgorithm", bound="PlanningAlgorithm")
 
@@ -183,8 +184,11 @@ class PlanningAlgorithm(IndependentAgentsMixin, OffPolicyAlgorithm):
         **kwargs: Any,
     ) -> SelfPlanningAlgorithm:
         """SB3's ``load``; ``cuda_graph`` and ``overlap_updates``, like ``device``, are chosen here (checked with the
-        model's setup, as at creation)."""
+        model's setup, as at creation). A file saved before the reward head's discount was saved learned with the
+        paper's 0.95 (unless its ``policy_kwargs`` say otherwise), and keeps it."""
         kwargs.update(cuda_graph=cuda_graph, overlap_updates=overlap_updates)
+        if "reward_discount" not in kwargs and "reward_discount" not in saved_data_keys(path):
+            kwargs["reward_discount"] = PUBLISHED_REWARD_DISCOUNT
         return super().load(path, env, device, *args, **kwargs)  # type: ignore[return-value]
 
     def set_parameters(

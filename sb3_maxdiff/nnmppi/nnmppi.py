@@ -23,6 +23,7 @@ from sb3_maxdiff.common.actor_critic import check_terminal_value
 from sb3_maxdiff.common.agents import AgentLayout, check_agent_env, make_agents
 from sb3_maxdiff.common.buffers import NextActionReplayBuffer, check_replay_buffer
 from sb3_maxdiff.common.entropy import PathEntropySettings
+from sb3_maxdiff.common.models import reward_head_discount
 from sb3_maxdiff.common.mppi import PlannerSettings
 from sb3_maxdiff.common.plan_memory import PlanCarry
 from sb3_maxdiff.common.planning_algorithm import PlanningAlgorithm
@@ -207,6 +208,8 @@ class NNMPPI(PlanningAlgorithm):
         self.agents: AgentLayout | None = None  # what differs between the two, set up with the model
         self._plans = PlanCarry()  # the warm start and visited states, from one training plan to the next
         self._stats = TrainingStats()
+        # the reward head's discount, resolved at setup (see _setup_model) and saved with the model
+        self.reward_discount: float | None = None
         if _init_setup_model:
             self._setup_model()
 
@@ -252,6 +255,9 @@ class NNMPPI(PlanningAlgorithm):
             self.replay_buffer = self.agents.make_buffer(self)  # None: SB3's setup below makes it
         # planner settings and agent count reach the policy as SB3 forwards use_sde; the saved kwargs stay the user's
         user_policy_kwargs = self.policy_kwargs
+        # the reward head's discount: the user's policy_kwargs, else the loaded file's, else the default for this value
+        given = user_policy_kwargs.get("reward_discount", self.reward_discount)
+        self.reward_discount = reward_head_discount(given, self.value_kind)
         self.policy_kwargs = {
             **user_policy_kwargs,
             "planner_settings": self.planner_settings,
@@ -261,6 +267,7 @@ class NNMPPI(PlanningAlgorithm):
             "value_tau": self.tau,
             "terminal_value": self.value_kind,
             "actor_bc_coef": self.actor_bc_coef,
+            "reward_discount": self.reward_discount,
         }
         try:
             super()._setup_model()

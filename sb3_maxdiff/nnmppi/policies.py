@@ -15,13 +15,13 @@ from torch import nn
 from sb3_maxdiff.common.actor_critic import ActorCritic, AgentActorCritics
 from sb3_maxdiff.common.cuda_graphs import GraphedPlanning, GraphedUpdates
 from sb3_maxdiff.common.entropy import EntropyBonus, PathEntropySettings
-from sb3_maxdiff.common.models import PUBLISHED_REWARD_DISCOUNT, BatchedDynamicsRewardModel, check_net_arch
+from sb3_maxdiff.common.models import BatchedDynamicsRewardModel, check_net_arch, reward_head_discount
 from sb3_maxdiff.common.mppi import MPPIPlanner, PlannerSettings, PlanResult
 from sb3_maxdiff.common.optimizers import AgentAdam
 from sb3_maxdiff.common.plan_memory import VisitedStates
 from sb3_maxdiff.common.precision import choose_planner_dtype
 from sb3_maxdiff.common.training import ModelUpdate, model_update
-from sb3_maxdiff.common.utils import check_choice, check_flag, flushing_denormals, is_real
+from sb3_maxdiff.common.utils import check_choice, check_flag, flushing_denormals
 
 # the seed of the generator that deterministic planning draws its noise from, anew at every call
 DETERMINISTIC_SEED = 0
@@ -76,10 +76,8 @@ class MPPIPolicy(BasePolicy):
     :param optimizer_kwargs: its keyword arguments (default: ``weight_decay=1e-4``); the model is updated by
         :class:`AgentAdam` with them (Adam's arithmetic, a skip of a non-finite loss on the device), one agent too
     :param reward_discount: discount of the TD-like reward target ``r + reward_discount * r_hat(s', a')``. Default:
-        0.95 without a terminal value (the paper's, so that the predicted "reward" also counts some steps past the
-        horizon); 0 with one, so that the reward head predicts the one-step reward and a path scores
-        ``sum_t gamma^t r_t + gamma^H value(s_H)`` on the value's own scale (with 0.95 the head predicts about
-        ``r / (1 - 0.95)``, twenty times the reward the value was learned on, and counts the future twice)
+        0.95 without a terminal value (the paper's); 0 with one (the one-step reward, on the value's scale; see
+        :func:`~sb3_maxdiff.common.models.reward_head_discount`)
     :param value_net_arch: hidden layers of the terminal value net, made where the planner scores with a terminal
         value ``"v"`` (default: ``net_arch``)
     :param value_tau: step of the value's (or the critics') target network after each update
@@ -142,11 +140,7 @@ class MPPIPolicy(BasePolicy):
         elif value_discount is not None:
             terminal_value = "v"  # files of earlier versions: a discount meant the model's value net
         self.terminal_value = terminal_value
-        if reward_discount is None:
-            reward_discount = PUBLISHED_REWARD_DISCOUNT if terminal_value is None else 0.0
-        if not (is_real(reward_discount) and 0.0 <= reward_discount < 1.0):
-            raise ValueError(f"reward_discount must be a number in [0, 1), got {reward_discount!r}")
-        self.reward_discount = float(reward_discount)
+        self.reward_discount = reward_head_discount(reward_discount, terminal_value)
         self.critic_net_arch = critic_net_arch
         self.actor_bc_coef = actor_bc_coef
         self.n_agents = n_agents

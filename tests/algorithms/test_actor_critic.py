@@ -1,6 +1,8 @@
 """The actor-critic terminal value ("q"): its TD target, the planner's score and prior with it, the algorithms."""
 
+import json
 import math
+import zipfile
 
 import numpy as np
 import pytest
@@ -194,6 +196,38 @@ def test_the_reward_discount_is_checked():
         NNMPPI(POINT_MASS, policy_kwargs={"reward_discount": 1.0}, **SMALL)
     kept = NNMPPI(POINT_MASS, terminal_value="q", policy_kwargs={"net_arch": [16], "reward_discount": 0.95}, **SMALL)
     assert kept.policy.reward_discount == 0.95 and kept.policy.model.reward_discount == 0.95
+
+
+def without_saved_attribute(path, name: str) -> None:
+    """Rewrite the SB3 file ``path`` as a version that did not save the attribute ``name`` would have."""
+    with zipfile.ZipFile(path) as archive:
+        entries = {entry: archive.read(entry) for entry in archive.namelist()}
+    data = json.loads(entries["data"])
+    del data[name]
+    entries["data"] = json.dumps(data).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for entry, content in entries.items():
+            archive.writestr(entry, content)
+
+
+@pytest.mark.parametrize("terminal_value", [True, "q"])
+def test_the_reward_heads_discount_is_saved_and_an_older_file_keeps_the_papers(terminal_value, tmp_path):
+    model = NNMPPI(POINT_MASS, terminal_value=terminal_value, policy_kwargs={"net_arch": [16]}, **SMALL)
+    model.save(tmp_path / "model.zip")
+    assert NNMPPI.load(tmp_path / "model.zip").policy.model.reward_discount == 0.0
+    # a file saved before the discount was: its reward head learned with 0.95, and goes on doing so
+    without_saved_attribute(tmp_path / "model.zip", "reward_discount")
+    older = NNMPPI.load(tmp_path / "model.zip")
+    assert older.reward_discount == 0.95 and older.policy.model.reward_discount == 0.95
+    older.save(tmp_path / "again.zip")
+    assert NNMPPI.load(tmp_path / "again.zip").policy.model.reward_discount == 0.95
+    # independent agents: an agent taken out keeps it
+    agents = NNMPPI(
+        agent_env(2), independent_agents=True, terminal_value=terminal_value, policy_kwargs={"net_arch": [16]}, **SMALL
+    )
+    agents.save(tmp_path / "agents.zip")
+    without_saved_attribute(tmp_path / "agents.zip", "reward_discount")
+    assert NNMPPI.load(tmp_path / "agents.zip").agent(1).policy.model.reward_discount == 0.95
 
 
 def test_the_prior_proposes_its_rollouts_and_seeds_the_nominal_at_an_episode_start():

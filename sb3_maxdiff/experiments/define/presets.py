@@ -114,7 +114,8 @@ class Cell:
     :param setting: the experimental condition, e.g. ``"beta=0.01"``
     :param method: ``"maxdiff"``, ``"nnmppi"``, ``"sac"``, ``"sac-zoo"`` or ``"maxdiff-auto"``
     :param env_id: training environment
-    :param overrides: algorithm keyword arguments on top of the published ones (``policy_kwargs`` key by key)
+    :param overrides: algorithm keyword arguments on top of the published ones (``policy_kwargs`` key by key; the smoke
+        budget's tiny networks then replace ``policy_kwargs`` whole)
     :param single_shot: one never-reset episode for the whole run
     :param eval_env_ids: environments the final policy is evaluated on (multi-shot); default ``env_id``
     :param family: which of a budget's step counts applies (``"point-mass"`` or ``"mujoco"``)
@@ -481,8 +482,8 @@ def published_kwargs(method: str, env_id: str) -> dict[str, Any]:
 def with_overrides(kwargs: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """``kwargs`` with ``overrides`` on top, ``policy_kwargs`` key by key."""
     merged = {**kwargs, **overrides}
-    if "policy_kwargs" in overrides and "policy_kwargs" in kwargs:
-        merged["policy_kwargs"] = {**kwargs["policy_kwargs"], **overrides["policy_kwargs"]}
+    if "policy_kwargs" in overrides:  # a new dict: the preset's own stays as it is
+        merged["policy_kwargs"] = {**kwargs.get("policy_kwargs", {}), **overrides["policy_kwargs"]}
     return merged
 
 
