@@ -429,6 +429,8 @@ TESTS = [
     "tests/common/test_mppi.py",
     "tests/common/test_model.py",
     "tests/common/test_buffers.py",
+    "tests/algorithms/test_terminal_value.py",
+    "tests/algorithms/test_actor_critic.py",
     "tests/algorithms/test_training_stats.py",
     "tests/algorithms/test_per_agent_settings.py",
     "tests/algorithms/test_auto_alpha.py",
