@@ -487,7 +487,7 @@ def test_terminal_value_benchmark_runs_with_a_tiny_budget(capsys):
     rows = [line for line in printed.splitlines() if line.startswith("| H=")]
     assert [row.split("|")[1].strip() for row in rows] == ["H=10 value", "H=10 critic", "H=40"]
     assert "step H=10 value / step H=40:" in printed and "step H=10 critic / step H=40:" in printed
-    halfcheetah = _printed(command + ["--body", "halfcheetah"], capsys)
+    halfcheetah = _printed([*command, "--body", "halfcheetah"], capsys)
     rows = [line for line in halfcheetah.splitlines() if line.startswith("| H=")]
     assert [row.split("|")[1].strip() for row in rows] == ["H=10 critic", "H=10"]
     assert "step H=10 critic / step H=10:" in halfcheetah
