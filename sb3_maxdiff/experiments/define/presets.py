@@ -424,19 +424,18 @@ PRESETS: dict[str, Preset] = {
             (
                 preset_cell("halfcheetah", "maxdiff", HALF_CHEETAH),
                 preset_cell("halfcheetah", SAC_ZOO, HALF_CHEETAH),
-                preset_cell("halfcheetah critic", "maxdiff", HALF_CHEETAH, overrides=CRITIC_PLANNER),
-                preset_cell(
-                    "swimmer critic",
-                    "maxdiff",
-                    SWIMMER_HEAVY,
-                    overrides={"horizon": 10, "entropy_jitter": "diagonal", **CRITIC_PLANNER},
-                ),
-                preset_cell("halfcheetah critic one-step", "maxdiff", HALF_CHEETAH, overrides=ONE_STEP_CRITIC_PLANNER),
-                preset_cell(
-                    "swimmer critic one-step",
-                    "maxdiff",
-                    SWIMMER_HEAVY,
-                    overrides={"horizon": 10, "entropy_jitter": "diagonal", **ONE_STEP_CRITIC_PLANNER},
+                *(
+                    cell
+                    for suffix, critic in (("", CRITIC_PLANNER), (" one-step", ONE_STEP_CRITIC_PLANNER))
+                    for cell in (
+                        preset_cell(f"halfcheetah critic{suffix}", "maxdiff", HALF_CHEETAH, overrides=critic),
+                        preset_cell(
+                            f"swimmer critic{suffix}",
+                            "maxdiff",
+                            SWIMMER_HEAVY,
+                            overrides={"horizon": 10, "entropy_jitter": "diagonal", **critic},
+                        ),
+                    )
                 ),
             ),
             paper=False,
