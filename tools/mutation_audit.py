@@ -418,6 +418,7 @@ MUTANTS = [
     Mutant("older_file_takes_the_new_default", PLANNING_ALGORITHM,
            'kwargs["reward_discount"] = PUBLISHED_REWARD_DISCOUNT', "pass"),
     Mutant("no_finite_row_gives_nan", ACTOR_CRITIC, "valid.sum().clamp(min=1)", "valid.sum()"),
+    Mutant("critic_at_the_raw_action", ACTOR_CRITIC, "actions = actions.clamp(-1.0, 1.0)\n", "\n"),
 ]  # fmt: skip
 
 # the tests that check what is computed, fastest first (the library's about 6 minutes on 2 cores when no mutant is

@@ -161,9 +161,12 @@ class ActorCritic(nn.Module):
         """
         One SAC update on a minibatch (B rows; rewards and dones (B, 1)): the entropy coefficient, the critics, the
         actor (each with its own optimizer, in SB3's order), then the target critics' Polyak step. Rows with a
-        non-finite entry are left out of the means.
+        non-finite entry are left out of the means. The stored actions (scaled to [-1, 1]) are clamped to the bounds,
+        where the actor's lie: with ``action_semantics="authors"`` the buffer holds the raw planner action, which an
+        environment that clips (every MuJoCo body here, the bounded point mass) executed as the clamped one.
         """
         (obs, actions, next_obs, rewards, dones), weights = _finite_rows(obs, actions, next_obs, rewards, dones)
+        actions = actions.clamp(-1.0, 1.0)
         actions_pi, log_prob = self.actor.action_log_prob(obs)
         log_prob = log_prob.reshape(-1, 1)
         ent_coef = self.log_ent_coef.detach().exp()  # this update's, taken before its own step (as SB3's SAC)
@@ -181,7 +184,7 @@ class ActorCritic(nn.Module):
         actor_loss = ((ent_coef * log_prob - min_q_pi) * weights).sum()
         if self.bc_coef > 0.0:
             mean_action = th.tanh(self.actor.get_action_dist_params(obs)[0])
-            bc = ((mean_action - actions.clamp(-1.0, 1.0)) ** 2).mean(dim=-1, keepdim=True)
+            bc = ((mean_action - actions) ** 2).mean(dim=-1, keepdim=True)
             actor_loss = actor_loss + self.bc_coef * (bc * weights).sum()
         self.actor_optimizer.zero_grad()
         actor_loss.backward()
