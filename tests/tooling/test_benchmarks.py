@@ -519,3 +519,30 @@ def test_replay_frame_benchmark_runs_with_a_tiny_budget(capsys, monkeypatch):
     rows = [line.split("|")[1].strip() for line in printed.splitlines() if line.startswith("| ") and "ms" not in line]
     assert rows == ["predict", "step", "render", "frame"]
     assert "frame 480x480" in printed and "a 1,000-step replay video: about" in printed
+
+
+def test_planner_weights_reports_the_effective_sample_size_of_a_saved_models_plans(tmp_path, capsys):
+    from sb3_maxdiff import MaxDiffMPPI
+
+    env_id = "sb3_maxdiff/PointMass-beta0_01-v0"
+    model = MaxDiffMPPI("MlpPolicy", env_id, horizon=5, n_samples=20, batch_size=8, learning_starts=10, seed=0,
+                        policy_kwargs=dict(net_arch=[16]))  # fmt: skip
+    model.learn(30)
+    model.save(tmp_path / "small.zip")
+    before = {name: tensor.clone() for name, tensor in model.policy.state_dict().items()}
+    command = [sys.executable, str(ROOT / "benchmarks" / "planner_weights.py"), str(tmp_path / "small.zip"),
+               "--env", env_id, "--steps", "12"]  # fmt: skip
+    printed = _printed(command, capsys)
+    (row,) = [line for line in printed.splitlines() if line.startswith("| small.zip |")]
+    cells = [cell.strip() for cell in row.split("|")[1:-1]]
+    assert cells[1] == "20" and 1.0 <= float(cells[3]) <= 20.0 and 1.0 <= float(cells[4]) <= 20.0
+    assert "(12 plans," in printed
+    # no update: after its plans the model's parameters are those it was saved with
+    spec = importlib.util.spec_from_file_location("planner_weights", ROOT / "benchmarks" / "planner_weights.py")
+    assert spec is not None and spec.loader is not None
+    planner_weights = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(planner_weights)
+    planned, stats = planner_weights.plan_statistics(str(tmp_path / "small.zip"), env_id, 12, seed=0)
+    assert stats.shape == (12, 6)
+    for name, tensor in planned.policy.state_dict().items():
+        assert th.equal(tensor, before[name]), name
