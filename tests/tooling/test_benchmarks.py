@@ -6,6 +6,7 @@ import os
 import pathlib
 import sys
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -215,15 +216,21 @@ def test_controller_benchmark_times_ours_and_pytorch_mppis_where_installed(capsy
     assert (cells[2] == "nan") == bool(extra)
 
 
-def test_planner_precision_compares_the_two_dtypes_of_a_saved_model(tmp_path, capsys):
-    """The command of BENCHMARKS.md's bfloat16 validation, on a small point-mass model."""
+def _small_saved_model(env_id: str, path: pathlib.Path) -> Any:
+    """A small MaxDiff agent trained 30 steps on ``env_id`` and saved at ``path``."""
     from sb3_maxdiff import MaxDiffMPPI
 
-    env_id = "sb3_maxdiff/PointMass-beta0_01-v0"
     model = MaxDiffMPPI("MlpPolicy", env_id, horizon=5, n_samples=20, batch_size=8, learning_starts=10, seed=0,
                         policy_kwargs=dict(net_arch=[16]))  # fmt: skip
     model.learn(30)
-    model.save(tmp_path / "small.zip")
+    model.save(path)
+    return model
+
+
+def test_planner_precision_compares_the_two_dtypes_of_a_saved_model(tmp_path, capsys):
+    """The command of BENCHMARKS.md's bfloat16 validation, on a small point-mass model."""
+    env_id = "sb3_maxdiff/PointMass-beta0_01-v0"
+    _small_saved_model(env_id, tmp_path / "small.zip")
     command = [sys.executable, str(ROOT / "benchmarks" / "planner_precision.py"), str(tmp_path / "small.zip"),
                "--env", env_id, "--stride", "200", "--step-calls", "1"]  # fmt: skip
     printed = _printed(command, capsys)
@@ -522,13 +529,8 @@ def test_replay_frame_benchmark_runs_with_a_tiny_budget(capsys, monkeypatch):
 
 
 def test_planner_weights_reports_the_effective_sample_size_of_a_saved_models_plans(tmp_path, capsys):
-    from sb3_maxdiff import MaxDiffMPPI
-
     env_id = "sb3_maxdiff/PointMass-beta0_01-v0"
-    model = MaxDiffMPPI("MlpPolicy", env_id, horizon=5, n_samples=20, batch_size=8, learning_starts=10, seed=0,
-                        policy_kwargs=dict(net_arch=[16]))  # fmt: skip
-    model.learn(30)
-    model.save(tmp_path / "small.zip")
+    model = _small_saved_model(env_id, tmp_path / "small.zip")
     before = {name: tensor.clone() for name, tensor in model.policy.state_dict().items()}
     command = [sys.executable, str(ROOT / "benchmarks" / "planner_weights.py"), str(tmp_path / "small.zip"),
                "--env", env_id, "--steps", "12"]  # fmt: skip
