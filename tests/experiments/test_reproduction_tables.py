@@ -930,31 +930,38 @@ ACTOR_EVALUATION = "actor evaluation (mean per seed)"
 CRITIC_SWIMMER_STEPS = [10_000, 20_000, 50_000]
 
 
-def critic_swimmer_values() -> dict:
-    """Arm S's per-seed values (group "maxdiff@swimmer critic")."""
-    return per_seed_values(str(REPRODUCTION / "swimmer_critic_50k.csv"), CRITIC_SWIMMER_STEPS, by_setting=True)
+CRITIC_SWIMMER_ARMS = [
+    pytest.param("swimmer_critic_50k.csv", "swimmer critic", "| seed, 10-step MaxDiff with the critic |", "S", id="S"),
+]
 
 
-def test_past_horizon_arm_s_per_seed_table_is_that_of_its_csv():
-    """Arm S (MaxDiff at H = 10 with the critic, heavy Swimmer) per seed, with mean +/- std over its 5 seeds."""
-    values = critic_swimmer_values()
-    header, rows = table_after("| seed, 10-step MaxDiff with the critic |")
+def critic_swimmer_values(csv: str) -> dict:
+    """Per-seed values of a critic arm on the heavy Swimmer (group "maxdiff@<setting>")."""
+    return per_seed_values(str(REPRODUCTION / csv), CRITIC_SWIMMER_STEPS, by_setting=True)
+
+
+@pytest.mark.parametrize(("csv", "setting", "marker", "arm"), CRITIC_SWIMMER_ARMS)
+def test_past_horizon_swimmer_critic_per_seed_table_is_that_of_its_csv(csv, setting, marker, arm):
+    """A critic arm on the heavy Swimmer (MaxDiff at H = 10) per seed, with mean +/- std over its 5 seeds."""
+    values = critic_swimmer_values(csv)
+    header, rows = table_after(marker)
     quantities = [f"last episode at {at:,}" for at in CRITIC_SWIMMER_STEPS] + ["running max at 50,000"]
     quantities += [EVALUATION, ACTOR_EVALUATION]
     assert header[1:7] == ["10k", "20k", "50k", "running max 50k", "final eval", "its actor alone"]
     assert [row[0] for row in rows] == ["0", "1", "2", "3", "4", "mean +/- std"]
     for seed, *cells in rows:
         for quantity, cell in zip(quantities, cells):
-            per_seed = [values[quantity]["maxdiff@swimmer critic"][index] for index in range(5)]
+            per_seed = [values[quantity][f"maxdiff@{setting}"][index] for index in range(5)]
             if seed.isdigit():
-                assert_shown_as(per_seed[int(seed)], cell, f"arm S {quantity}, seed {seed}")
+                assert_shown_as(per_seed[int(seed)], cell, f"arm {arm} {quantity}, seed {seed}")
             else:
-                assert_mean_std_shown_as(per_seed, cell, f"arm S {quantity}")
+                assert_mean_std_shown_as(per_seed, cell, f"arm {arm} {quantity}")
 
 
-def test_past_horizon_arm_s_tests_are_those_of_the_csvs():
-    """Arm S against the 40-step MaxDiff's 10 seeds (P) and the value arm's 5 (V), on the training return at 50k."""
-    arm_s = list(critic_swimmer_values()["last episode at 50,000"]["maxdiff@swimmer critic"].values())
+@pytest.mark.parametrize(("csv", "setting", "marker", "arm"), CRITIC_SWIMMER_ARMS)
+def test_past_horizon_swimmer_critic_tests_are_those_of_the_csvs(csv, setting, marker, arm):
+    """A critic arm against the 40-step MaxDiff's 10 seeds (P) and the value arm's 5 (V), training return at 50k."""
+    tested = list(critic_swimmer_values(csv)["last episode at 50,000"][f"maxdiff@{setting}"].values())
     forty_step = merged_values(["swimmer_heavy_retrain_50k.csv", "swimmer_heavy_seeds5_9_50k.csv"], [50_000])
     value = per_seed_values(str(REPRODUCTION / "swimmer_heavy_value_100k.csv"), [50_000], by_setting=True)
     others = {
@@ -963,11 +970,11 @@ def test_past_horizon_arm_s_tests_are_those_of_the_csvs():
             value["last episode at 50,000"]["maxdiff@H=10 value"].values()
         ),
     }
-    _, rows = table_after("| S against | training return at 50k")
+    _, rows = table_after(f"| {arm} against | training return at 50k")
     assert [row[0] for row in rows] == list(others)
     for label, cell, *_ in rows:
         shown = re.match(r"([\d.]+) \(([\d.]+)\)", cell)
         assert shown is not None, f"{cell!r} is not 'Mann-Whitney p (Welch p)'"
         rank, welch = shown.groups()
-        assert_pvalue_shown_as(mann_whitney_pvalue(arm_s, others[label]), rank, f"arm S against {label}")
-        assert_pvalue_shown_as(welch_ttest(arm_s, others[label]).pvalue, welch, f"arm S against {label} (Welch)")
+        assert_pvalue_shown_as(mann_whitney_pvalue(tested, others[label]), rank, f"arm {arm} against {label}")
+        assert_pvalue_shown_as(welch_ttest(tested, others[label]).pvalue, welch, f"arm {arm} against {label} (Welch)")
