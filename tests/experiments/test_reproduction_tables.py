@@ -932,6 +932,13 @@ CRITIC_SWIMMER_STEPS = [10_000, 20_000, 50_000]
 
 CRITIC_SWIMMER_ARMS = [
     pytest.param("swimmer_critic_50k.csv", "swimmer critic", "| seed, 10-step MaxDiff with the critic |", "S", id="S"),
+    pytest.param(
+        "swimmer_critic_one_step_50k.csv",
+        "swimmer critic one-step",
+        "| seed, 10-step MaxDiff with the critic, one-step head |",
+        "S1",
+        id="S1",
+    ),
 ]
 
 
@@ -970,6 +977,9 @@ def test_past_horizon_swimmer_critic_tests_are_those_of_the_csvs(csv, setting, m
             value["last episode at 50,000"]["maxdiff@H=10 value"].values()
         ),
     }
+    if arm != "S":  # a later arm is also set against arm S
+        arm_s = critic_swimmer_values("swimmer_critic_50k.csv")["last episode at 50,000"]["maxdiff@swimmer critic"]
+        others = {"S, the same arm with the 0.95 reward head, 5 seeds (5 against 5)": list(arm_s.values()), **others}
     _, rows = table_after(f"| {arm} against | training return at 50k")
     assert [row[0] for row in rows] == list(others)
     for label, cell, *_ in rows:
