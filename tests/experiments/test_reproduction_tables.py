@@ -44,12 +44,13 @@ SWIMMER_COLUMNS = [
 ]
 
 
-def table_after(marker: str, skip: int = 0) -> tuple[list[str], list[list[str]]]:
+def table_after(marker: str, skip: int = 0, document: str = "REPRODUCTION.md") -> tuple[list[str], list[list[str]]]:
     """
     The header cells and the cells of each row of the first markdown table from the line that starts with
-    ``marker`` on (the marker may be the table's header), or of the table ``skip`` tables further on.
+    ``marker`` on (the marker may be the table's header), or of the table ``skip`` tables further on, in
+    ``document`` (a path from the repository's root).
     """
-    lines = (ROOT / "REPRODUCTION.md").read_text().splitlines()
+    lines = (ROOT / document).read_text().splitlines()
     start = next(index for index, line in enumerate(lines) if line.startswith(marker))
     starts = [i for i in range(start, len(lines)) if lines[i].startswith("|") and not lines[i - 1].startswith("|")]
     first = starts[skip]
@@ -988,3 +989,25 @@ def test_past_horizon_swimmer_critic_tests_are_those_of_the_csvs(csv, setting, m
         rank, welch = shown.groups()
         assert_pvalue_shown_as(mann_whitney_pvalue(tested, others[label]), rank, f"arm {arm} against {label}")
         assert_pvalue_shown_as(welch_ttest(tested, others[label]).pvalue, welch, f"arm {arm} against {label} (Welch)")
+
+
+def test_terminal_value_guide_table_is_that_of_the_csvs():
+    """The guide's "Which value to choose" table: seeds, mean +/- std at 50k and each p against the 0.95 critic row."""
+    forty_step = merged_values(["swimmer_heavy_retrain_50k.csv", "swimmer_heavy_seeds5_9_50k.csv"], [50_000])
+    value = per_seed_values(str(REPRODUCTION / "swimmer_heavy_value_100k.csv"), [50_000], by_setting=True)
+    at_50k = "last episode at 50,000"
+    arms = [
+        list(forty_step[at_50k]["maxdiff"].values()),
+        list(critic_swimmer_values("swimmer_critic_50k.csv")[at_50k]["maxdiff@swimmer critic"].values()),
+        list(critic_swimmer_values("swimmer_critic_one_step_50k.csv")[at_50k]["maxdiff@swimmer critic one-step"].values()),
+        list(value[at_50k]["maxdiff@H=10 value"].values()),
+    ]
+    _, rows = table_after("| heavy Swimmer, training return at 50k |", document="docs/guide/terminal_value.md")
+    assert len(rows) == len(arms)
+    for (label, seeds, mean_std, pvalue), per_seed in zip(rows, arms):
+        assert int(seeds) == len(per_seed), label
+        assert_mean_std_shown_as(per_seed, mean_std, label)
+        if pvalue:
+            assert_pvalue_shown_as(mann_whitney_pvalue(per_seed, arms[1]), pvalue, f"{label} against the critic")
+        else:
+            assert "0.95" in label, f"{label}: only the row the others are set against has no p-value"
