@@ -948,6 +948,21 @@ def critic_swimmer_values(csv: str) -> dict:
     return per_seed_values(str(REPRODUCTION / csv), CRITIC_SWIMMER_STEPS, by_setting=True)
 
 
+def swimmer_returns_at_50k() -> dict[str, list[float]]:
+    """The heavy Swimmer's training returns at 50k per arm: P (40-step MaxDiff, 10 seeds), V (value), S and S1."""
+    at_50k = "last episode at 50,000"
+    forty_step = merged_values(["swimmer_heavy_retrain_50k.csv", "swimmer_heavy_seeds5_9_50k.csv"], [50_000])
+    value = per_seed_values(str(REPRODUCTION / "swimmer_heavy_value_100k.csv"), [50_000], by_setting=True)
+    return {
+        "P": list(forty_step[at_50k]["maxdiff"].values()),
+        "V": list(value[at_50k]["maxdiff@H=10 value"].values()),
+        "S": list(critic_swimmer_values("swimmer_critic_50k.csv")[at_50k]["maxdiff@swimmer critic"].values()),
+        "S1": list(
+            critic_swimmer_values("swimmer_critic_one_step_50k.csv")[at_50k]["maxdiff@swimmer critic one-step"].values()
+        ),
+    }
+
+
 @pytest.mark.parametrize(("csv", "setting", "marker", "arm"), CRITIC_SWIMMER_ARMS)
 def test_past_horizon_swimmer_critic_per_seed_table_is_that_of_its_csv(csv, setting, marker, arm):
     """A critic arm on the heavy Swimmer (MaxDiff at H = 10) per seed, with mean +/- std over its 5 seeds."""
@@ -969,18 +984,14 @@ def test_past_horizon_swimmer_critic_per_seed_table_is_that_of_its_csv(csv, sett
 @pytest.mark.parametrize(("csv", "setting", "marker", "arm"), CRITIC_SWIMMER_ARMS)
 def test_past_horizon_swimmer_critic_tests_are_those_of_the_csvs(csv, setting, marker, arm):
     """A critic arm against the 40-step MaxDiff's 10 seeds (P) and the value arm's 5 (V), training return at 50k."""
-    tested = list(critic_swimmer_values(csv)["last episode at 50,000"][f"maxdiff@{setting}"].values())
-    forty_step = merged_values(["swimmer_heavy_retrain_50k.csv", "swimmer_heavy_seeds5_9_50k.csv"], [50_000])
-    value = per_seed_values(str(REPRODUCTION / "swimmer_heavy_value_100k.csv"), [50_000], by_setting=True)
+    returns = swimmer_returns_at_50k()
+    tested = returns[arm]
     others = {
-        "P, the 40-step MaxDiff, 10 seeds (5 against 10)": list(forty_step["last episode at 50,000"]["maxdiff"].values()),
-        "V, the 10-step MaxDiff with the value, 5 seeds (5 against 5)": list(
-            value["last episode at 50,000"]["maxdiff@H=10 value"].values()
-        ),
+        "P, the 40-step MaxDiff, 10 seeds (5 against 10)": returns["P"],
+        "V, the 10-step MaxDiff with the value, 5 seeds (5 against 5)": returns["V"],
     }
     if arm != "S":  # a later arm is also set against arm S
-        arm_s = critic_swimmer_values("swimmer_critic_50k.csv")["last episode at 50,000"]["maxdiff@swimmer critic"]
-        others = {"S, the same arm with the 0.95 reward head, 5 seeds (5 against 5)": list(arm_s.values()), **others}
+        others = {"S, the same arm with the 0.95 reward head, 5 seeds (5 against 5)": returns["S"], **others}
     _, rows = table_after(f"| {arm} against | training return at 50k")
     assert [row[0] for row in rows] == list(others)
     for label, cell, *_ in rows:
@@ -993,15 +1004,8 @@ def test_past_horizon_swimmer_critic_tests_are_those_of_the_csvs(csv, setting, m
 
 def test_terminal_value_guide_table_is_that_of_the_csvs():
     """The guide's "Which value to choose" table: seeds, mean +/- std at 50k and each p against the 0.95 critic row."""
-    forty_step = merged_values(["swimmer_heavy_retrain_50k.csv", "swimmer_heavy_seeds5_9_50k.csv"], [50_000])
-    value = per_seed_values(str(REPRODUCTION / "swimmer_heavy_value_100k.csv"), [50_000], by_setting=True)
-    at_50k = "last episode at 50,000"
-    arms = [
-        list(forty_step[at_50k]["maxdiff"].values()),
-        list(critic_swimmer_values("swimmer_critic_50k.csv")[at_50k]["maxdiff@swimmer critic"].values()),
-        list(critic_swimmer_values("swimmer_critic_one_step_50k.csv")[at_50k]["maxdiff@swimmer critic one-step"].values()),
-        list(value[at_50k]["maxdiff@H=10 value"].values()),
-    ]
+    returns = swimmer_returns_at_50k()
+    arms = [returns[arm] for arm in ("P", "S", "S1", "V")]
     _, rows = table_after("| heavy Swimmer, training return at 50k |", document="docs/guide/terminal_value.md")
     assert len(rows) == len(arms)
     for (label, seeds, mean_std, pvalue), per_seed in zip(rows, arms):
